@@ -1,0 +1,85 @@
+"""hf_genfix: keeps Hugging Face ``generate()`` correct across transformers releases.
+
+``import hf_genfix`` reads the HF_GENFIX* environment once, loads the patch manifests and registers post-import
+hooks on the transformers modules they target. It imports neither torch nor transformers: each patch is
+decided when its target modules are imported (or at once, if they already were), and only patches whose
+defect the installed release really has are installed. See ``hf_genfix.status()`` and ``hf-genfix list``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ContextManager
+
+from ._config import ConfigError
+from ._manifest import ManifestError
+from ._patcher import Drift
+from ._registry import HFGenfixWarning, PatchError, PatchStatus
+from ._registry import default as _default
+
+__all__ = [
+    "ConfigError",
+    "Drift",
+    "HFGenfixWarning",
+    "ManifestError",
+    "PatchError",
+    "PatchStatus",
+    "activate",
+    "disabled",
+    "forced",
+    "revert",
+    "status",
+    # helpers (imported on first use; they need torch)
+    "BatchPaddingPolicy",
+    "GenerationInputPrep",
+    "DecodeState",
+    "SlidingWindowPolicy",
+]
+
+__version__ = "0.1.0"
+
+
+def status() -> list[PatchStatus]:
+    """One record per known patch: id, state, reason, targets, affected range, transformers version."""
+    return _default().status()
+
+
+def activate() -> None:
+    """Register the import hooks again after ``revert()`` (``import hf_genfix`` already does this once)."""
+    _default().activate()
+
+
+def revert() -> None:
+    """Restore every patched object to the identical original and stop patching on later imports."""
+    _default().revert()
+
+
+def disabled(*patch_ids: str) -> ContextManager[None]:
+    """``with hf_genfix.disabled("right-padding"):`` -- those patches (all when none named) are off inside."""
+    return _default().disabled(*patch_ids)
+
+
+def forced(*patch_ids: str) -> ContextManager[None]:
+    """``with hf_genfix.forced("prepare-inputs"):`` -- install them even where the release is not affected."""
+    return _default().forced(*patch_ids)
+
+
+_HELPERS = {
+    "BatchPaddingPolicy": "hf_genfix.helpers.padding",
+    "GenerationInputPrep": "hf_genfix.helpers.decode",
+    "DecodeState": "hf_genfix.helpers.decode",
+    "SlidingWindowPolicy": "hf_genfix.helpers.sliding_window",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # The helpers import torch; keep `import hf_genfix` free of it until a helper is used.
+    if name in _HELPERS:
+        import importlib
+
+        value = getattr(importlib.import_module(_HELPERS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'hf_genfix' has no attribute {name!r}")
+
+
+_default().activate()

@@ -1,0 +1,90 @@
+"""The environment toggles, read once when hf_genfix is imported.
+
+Parsing is all-or-nothing: a malformed value or an ``HF_GENFIX_*`` name that matches no patch raises
+``ConfigError`` before a single hook is registered, so a typo never leaves a half-activated process.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+PREFIX = "HF_GENFIX"
+_TRUE = ("on", "1", "true", "yes")
+_FALSE = ("off", "0", "false", "no")
+_TOGGLES = ("auto",) + _TRUE + _FALSE
+_LOG_LEVELS = ("debug", "info", "warning", "error")
+# Names under HF_GENFIX_ that are settings, not patch ids.
+RESERVED = ("STRICT", "LOG")
+
+
+class ConfigError(ValueError):
+    """An HF_GENFIX* environment variable hf_genfix cannot accept."""
+
+
+def env_name(patch_id: str) -> str:
+    """`sliding-window-crop` -> `HF_GENFIX_SLIDING_WINDOW_CROP`."""
+    return f"{PREFIX}_{patch_id.upper().replace('-', '_')}"
+
+
+@dataclass(frozen=True)
+class Config:
+    enabled: bool = True
+    strict: bool = False
+    log_level: str | None = None
+    # patch id -> "auto" | "on" | "off"; ids not listed are "auto"
+    toggles: Mapping[str, str] = field(default_factory=dict)
+
+    def toggle(self, patch_id: str) -> str:
+        return self.toggles.get(patch_id, "auto")
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str], patch_ids: Iterable[str]) -> "Config":
+        by_name = {env_name(pid): pid for pid in patch_ids}
+        known = [PREFIX] + [f"{PREFIX}_{r}" for r in RESERVED] + sorted(by_name)
+        enabled, strict, log_level, toggles = True, False, None, {}
+        for name in sorted(environ):
+            if name != PREFIX and not name.startswith(PREFIX + "_"):
+                continue
+            raw = environ[name]
+            value = raw.strip().lower()
+            if name == PREFIX:
+                enabled = _boolean(name, raw, value, default=True)
+            elif name == f"{PREFIX}_STRICT":
+                strict = _boolean(name, raw, value, default=False)
+            elif name == f"{PREFIX}_LOG":
+                if value and value not in _LOG_LEVELS:
+                    raise _bad(name, raw, _LOG_LEVELS)
+                log_level = value or None
+            elif name in by_name:
+                if value not in _TOGGLES + ("",):
+                    raise _bad(name, raw, ("auto", "on", "off") + _TRUE[1:] + _FALSE[1:])
+                toggles[by_name[name]] = (
+                    "auto" if value in ("", "auto") else "on" if value in _TRUE else "off"
+                )
+            else:
+                close = difflib.get_close_matches(name, known, n=1, cutoff=0.0)
+                raise ConfigError(
+                    f"{name}={raw!r}: no hf_genfix patch or setting has this name"
+                    + (f"; did you mean {close[0]}?" if close else "")
+                    + f" Known names: {', '.join(known)}."
+                )
+        return cls(enabled=enabled, strict=strict, log_level=log_level, toggles=toggles)
+
+
+def _boolean(name: str, raw: str, value: str, *, default: bool) -> bool:
+    # An empty value is how shells spell "unset" (`HF_GENFIX= python app.py`).
+    if value == "":
+        return default
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise _bad(name, raw, _TRUE + _FALSE)
+
+
+def _bad(name: str, raw: str, accepted: Iterable[str]) -> ConfigError:
+    return ConfigError(
+        f"{name}={raw!r} is not an accepted value; accepted (any case): {', '.join(accepted)}"
+    )

@@ -1,0 +1,129 @@
+"""Patch manifests: the data half of a patch (``patches/<id>.toml``)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+from ._config import RESERVED
+
+
+class ManifestError(ValueError):
+    """A manifest in patches/ that does not follow docs/writing-a-patch.md."""
+
+
+_REQUIRED = ("id", "summary", "family", "targets", "affected", "fix", "probe", "evidence")
+_OPTIONAL = ("fixed_upstream",)
+_FAMILIES = ("padding", "prepare-inputs", "sliding-window", "test")
+_ID = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+_CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+@dataclass(frozen=True)
+class Manifest:
+    id: str
+    summary: str
+    family: str
+    targets: tuple[str, ...]
+    affected: str
+    fix: str
+    probe: str
+    evidence: Mapping[str, str]
+    fixed_upstream: Mapping[str, str] = field(default_factory=dict)
+    path: str = ""
+
+    @property
+    def target_modules(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(t.split(":", 1)[0] for t in self.targets))
+
+
+def default_dir() -> Path:
+    # A wheel carries the manifests inside the package; a source checkout (editable install) has them at the
+    # top of the repository, where the design card puts them.
+    packaged = Path(__file__).with_name("_patches")
+    return packaged if packaged.is_dir() else Path(__file__).resolve().parents[2] / "patches"
+
+
+def load_dir(directory: Path | str | None = None) -> list[Manifest]:
+    directory = Path(directory) if directory is not None else default_dir()
+    manifests = [load_file(p) for p in sorted(directory.glob("*.toml"))]
+    seen: dict[str, str] = {}
+    for m in manifests:
+        if m.id in seen:
+            raise ManifestError(f"{m.path}: id {m.id!r} already used by {seen[m.id]}")
+        seen[m.id] = m.path
+    return manifests
+
+
+def load_file(path: Path | str) -> Manifest:
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ManifestError(f"{path}: {exc}") from exc
+    return parse(data, str(path))
+
+
+def parse(data: Mapping[str, object], where: str = "<manifest>") -> Manifest:
+    def fail(msg: str) -> ManifestError:
+        return ManifestError(f"{where}: {msg}")
+
+    unknown = sorted(set(data) - set(_REQUIRED) - set(_OPTIONAL))
+    if unknown:
+        raise fail(f"unknown key(s) {unknown}; allowed: {sorted(_REQUIRED + _OPTIONAL)}")
+    missing = [k for k in _REQUIRED if k not in data]
+    if missing:
+        raise fail(f"missing key(s) {missing}")
+    pid = data["id"]
+    if not isinstance(pid, str) or not _ID.match(pid):
+        raise fail(f"id {pid!r} is not kebab-case")
+    if pid.upper().replace("-", "_") in RESERVED:
+        raise fail(f"id {pid!r} collides with the setting HF_GENFIX_{pid.upper()}")
+    if where.endswith(".toml") and Path(where).stem != pid:
+        raise fail(f"id {pid!r} does not match the file name")
+    for key in ("summary", "affected", "fix", "probe"):
+        if not isinstance(data[key], str) or not data[key].strip():
+            raise fail(f"{key} must be a non-empty string")
+    if data["family"] not in _FAMILIES:
+        raise fail(f"family {data['family']!r} is not one of {_FAMILIES}")
+    targets = data["targets"]
+    if not isinstance(targets, list) or not targets or not all(
+        isinstance(t, str) and _TARGET.match(t) for t in targets
+    ):
+        raise fail("targets must be a non-empty list of 'module:Qualified.name' strings")
+    for key in ("fix", "probe"):
+        if not _CALLABLE.match(data[key]):
+            raise fail(f"{key} {data[key]!r} is not 'module:function'")
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    try:
+        SpecifierSet(data["affected"])
+    except InvalidSpecifier as exc:
+        raise fail(f"affected {data['affected']!r} is not a PEP 440 specifier: {exc}") from exc
+    evidence = data["evidence"]
+    if not isinstance(evidence, dict) or not {"scenario", "observed"} <= set(evidence):
+        raise fail("evidence must be a table with at least 'scenario' and 'observed'")
+    fixed = data.get("fixed_upstream", {})
+    if not isinstance(fixed, dict) or (fixed and "version" not in fixed):
+        raise fail("fixed_upstream must be a table with 'version' (and 'ref')")
+    return Manifest(
+        id=pid,
+        summary=data["summary"].strip(),
+        family=data["family"],
+        targets=tuple(targets),
+        affected=data["affected"],
+        fix=data["fix"],
+        probe=data["probe"],
+        evidence=dict(evidence),
+        fixed_upstream=dict(fixed),
+        path=where,
+    )

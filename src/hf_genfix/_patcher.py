@@ -1,0 +1,219 @@
+"""Installing one patch: an undo log around wrapt.
+
+Every change a fix makes goes through a ``Patcher``. It writes on the class or module that the target names
+(walking the class's own ``vars`` so a method is never bound by accident, as ``wrapt.resolve_path`` does),
+remembers the exact object it displaced, and undoes in reverse order. A fix that raises half-way is rolled
+back before the registry records it as ``failed``, so there is never a half-applied patch.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import threading
+import warnings
+from typing import Any, Callable
+
+import wrapt
+
+_MISSING = object()
+
+
+class Drift(Exception):
+    """The installed transformers lacks what a fix needs (a target or a parameter)."""
+
+
+class GenfixWrapper(wrapt.FunctionWrapper):
+    """A wrapt FunctionWrapper that knows which patch installed it, so nothing is ever wrapped twice."""
+
+
+def patch_of(obj: Any) -> str | None:
+    """The id of the hf_genfix patch whose wrapper ``obj`` is, or None."""
+    if isinstance(obj, GenfixWrapper):
+        return getattr(obj, "_self_genfix_patch", None)
+    return None
+
+
+def wrapped_by(obj: Any, patch_id: str) -> bool:
+    """True when ``obj`` or anything it wraps is the wrapper of ``patch_id``."""
+    seen = 0
+    while obj is not None and seen < 64:
+        if patch_of(obj) == patch_id:
+            return True
+        obj = getattr(obj, "__wrapped__", None) if isinstance(obj, wrapt.ObjectProxy) else None
+        seen += 1
+    return False
+
+
+def resolve(target: str) -> tuple[Any, str, Any]:
+    """``"pkg.mod:Cls.attr"`` -> (owner object, attribute name, raw attribute value)."""
+    module_name, _, qualname = target.partition(":")
+    try:
+        parent: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise Drift(f"module {module_name} cannot be imported: {exc}") from exc
+    parts = qualname.split(".")
+    value: Any = parent
+    for i, name in enumerate(parts):
+        parent = value
+        value = _lookup(parent, name)
+        if value is _MISSING:
+            raise Drift(f"{module_name}:{'.'.join(parts[: i + 1])} does not exist")
+    return parent, parts[-1], value
+
+
+def _lookup(parent: Any, name: str) -> Any:
+    if inspect.isclass(parent):
+        for klass in inspect.getmro(parent):
+            if name in vars(klass):
+                return vars(klass)[name]
+    return getattr(parent, name, _MISSING)
+
+
+def _signature_of(value: Any) -> inspect.Signature | None:
+    func = getattr(value, "__func__", value)  # classmethod / staticmethod objects
+    try:
+        return inspect.signature(func)
+    except (TypeError, ValueError):
+        return None
+
+
+class Patcher:
+    """The undo log of one patch. Fix modules receive one in ``install(patcher)``."""
+
+    def __init__(self, patch_id: str, targets: tuple[str, ...], transformers_version: Any = None):
+        self.patch_id = patch_id
+        self.transformers_version = transformers_version
+        self._targets = frozenset(targets)
+        self._undo: list[Callable[[], None]] = []
+        self._lock = threading.RLock()
+
+    # -- what fixes call ------------------------------------------------------------------------------------
+    def require(self, target: str, *params: str) -> Any:
+        """The target's raw value; ``Drift`` when it is missing or its signature lacks ``params``."""
+        self._declared(target)
+        _, _, value = resolve(target)
+        if params:
+            sig = _signature_of(value)
+            names = set(sig.parameters) if sig is not None else set()
+            has_var_kw = sig is not None and any(
+                p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()
+            )
+            lacking = [p for p in params if p not in names and not (p.startswith("**") and has_var_kw)]
+            if lacking:
+                raise Drift(f"{target} has no parameter(s) {', '.join(lacking)} (signature {sig})")
+        return value
+
+    def wrap(self, target: str, wrapper: Callable[..., Any], enabled: Any = None) -> GenfixWrapper:
+        """Wrap ``target`` in place with ``wrapper(wrapped, instance, args, kwargs)``."""
+        self._declared(target)
+        parent, attr, value = resolve(target)
+        return self._wrap_on(parent, attr, value, wrapper, enabled)
+
+    def replace(self, target: str, value: Any) -> None:
+        """Set ``target`` to ``value`` (restored by revert)."""
+        self._declared(target)
+        parent, attr, _ = resolve(target)
+        self._set(parent, attr, value)
+
+    def wrap_subclasses(
+        self,
+        target: str,
+        wrapper: Callable[..., Any],
+        where: Callable[[type], bool] | None = None,
+        hook: str | None = None,
+    ) -> None:
+        """Wrap ``Base.attr`` and every subclass's own ``attr``, including subclasses created later.
+
+        Later subclasses are caught by an ``__init_subclass__`` installed on ``hook`` (a "module:Class" target,
+        default ``Base``): pick a class that every subclass of interest inherits from early in its MRO.
+        """
+        self._declared(target)
+        base, attr, _ = resolve(target)
+        if not inspect.isclass(base):
+            raise Drift(f"{target}: {base!r} is not a class")
+        accept = where or (lambda cls: True)
+
+        def cover(cls: type) -> None:
+            own = vars(cls).get(attr, _MISSING)
+            if own is not _MISSING and not wrapped_by(own, self.patch_id) and accept(cls):
+                self._wrap_on(cls, attr, own, wrapper, None)
+
+        for cls in _all_subclasses(base, include_self=True):
+            cover(cls)
+
+        if hook is not None:
+            self._declared(hook)
+            _, _, hook_cls = resolve(hook)
+        else:
+            hook_cls = base
+        previous = vars(hook_cls).get("__init_subclass__", _MISSING)
+
+        def __init_subclass__(cls: type, **kwargs: Any) -> None:
+            if previous is _MISSING:
+                super(hook_cls, cls).__init_subclass__(**kwargs)
+            else:
+                previous.__get__(None, cls)(**kwargs)
+            if issubclass(cls, base):
+                with self._lock:
+                    cover(cls)
+
+        self._set(hook_cls, "__init_subclass__", classmethod(__init_subclass__))
+
+    # -- what the registry calls ----------------------------------------------------------------------------
+    def undo(self) -> None:
+        with self._lock:
+            while self._undo:
+                self._undo.pop()()
+
+    @property
+    def empty(self) -> bool:
+        return not self._undo
+
+    # -- internals ------------------------------------------------------------------------------------------
+    def _declared(self, target: str) -> None:
+        if target not in self._targets:
+            raise ValueError(
+                f"patch {self.patch_id!r} touches {target}, which its manifest does not list in targets"
+            )
+
+    def _wrap_on(self, parent: Any, attr: str, value: Any, wrapper: Callable, enabled: Any) -> GenfixWrapper:
+        if wrapped_by(value, self.patch_id):
+            raise RuntimeError(f"{parent!r}.{attr} is already wrapped by patch {self.patch_id!r}")
+        proxy = GenfixWrapper(value, wrapper, enabled=enabled)
+        proxy._self_genfix_patch = self.patch_id
+        self._set(parent, attr, proxy)
+        return proxy
+
+    def _set(self, parent: Any, attr: str, new: Any) -> None:
+        own = vars(parent) if hasattr(parent, "__dict__") else {}
+        previous = own.get(attr, _MISSING)
+
+        def undo() -> None:
+            current = vars(parent).get(attr, _MISSING)
+            if current is not new:
+                # Somebody replaced our object after us; putting the original back would discard their change.
+                warnings.warn(
+                    f"hf_genfix: {getattr(parent, '__qualname__', parent)!r}.{attr} was replaced after patch "
+                    f"{self.patch_id!r} installed it; leaving the newer object in place",
+                    stacklevel=3,
+                )
+                return
+            if previous is _MISSING:
+                delattr(parent, attr)
+            else:
+                setattr(parent, attr, previous)
+
+        setattr(parent, attr, new)
+        self._undo.append(undo)
+
+
+def _all_subclasses(cls: type, include_self: bool = False) -> list[type]:
+    out, stack, seen = ([cls] if include_self else []), [cls], {cls}
+    while stack:
+        for sub in type.__subclasses__(stack.pop()) if isinstance(cls, type) else []:
+            if sub not in seen:
+                seen.add(sub)
+                out.append(sub)
+                stack.append(sub)
+    return out

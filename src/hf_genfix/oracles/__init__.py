@@ -1,0 +1,22 @@
+"""What "correct" means, as code: tiny models built from configs and the oracles they are checked against.
+
+One implementation serves the probes (``hf-genfix doctor``), the test suite and the pytest plugin. Everything
+here imports torch and transformers lazily, inside the functions, so that importing hf_genfix stays cheap.
+"""
+
+from __future__ import annotations
+
+from .outcome import DefectObserved, ProbeSkipped
+from .reference import assert_close, max_diff, reference_logits
+from .tiny import TINY_DEFAULTS, tiny_config, tiny_model
+
+__all__ = [
+    "DefectObserved",
+    "ProbeSkipped",
+    "TINY_DEFAULTS",
+    "assert_close",
+    "max_diff",
+    "reference_logits",
+    "tiny_config",
+    "tiny_model",
+]

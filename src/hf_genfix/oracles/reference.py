@@ -1,0 +1,38 @@
+"""The reference answer: one forward pass without cache over a row's unpadded tokens."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from .outcome import DefectObserved
+
+ATOL = 1e-4
+
+
+def reference_logits(model: Any, ids: Sequence[int] | Any) -> Any:
+    """Logits ``(len(ids), vocab)`` of one no-cache forward over ``ids`` (a single, unpadded row)."""
+    import torch
+
+    row = torch.as_tensor(ids, dtype=torch.long).reshape(1, -1)
+    with torch.no_grad():
+        out = model(input_ids=row, attention_mask=torch.ones_like(row), use_cache=False)
+    return out.logits[0].float()
+
+
+def max_diff(a: Any, b: Any) -> float:
+    import torch
+
+    a, b = torch.as_tensor(a).float(), torch.as_tensor(b).float()
+    if a.shape != b.shape:
+        return float("inf")
+    return float((a - b).abs().max()) if a.numel() else 0.0
+
+
+def assert_close(actual: Any, expected: Any, what: str, atol: float = ATOL, **figures: Any) -> float:
+    """Raise ``DefectObserved`` naming ``what`` when ``actual`` and ``expected`` differ by more than ``atol``."""
+    diff = max_diff(actual, expected)
+    if not diff <= atol:
+        shape = getattr(actual, "shape", None), getattr(expected, "shape", None)
+        detail = f"shapes {tuple(shape[0])} vs {tuple(shape[1])}" if diff == float("inf") else f"{diff:.3g}"
+        raise DefectObserved(f"{what}: max |logit diff| {detail} > {atol}", max_logit_diff=diff, **figures)
+    return diff

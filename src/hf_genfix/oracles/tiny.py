@@ -1,0 +1,82 @@
+"""Tiny random models built from configs (no downloads): hidden 32, 2 layers, vocab 128, float32, eval mode."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .outcome import ProbeSkipped
+
+# Keys every decoder config understands (through its attribute_map where it names them differently).
+TINY_DEFAULTS: dict[str, Any] = dict(
+    vocab_size=128,
+    hidden_size=32,
+    intermediate_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=256,
+    pad_token_id=0,
+    bos_token_id=1,
+    eos_token_id=2,
+    tie_word_embeddings=False,
+)
+
+# Per-architecture keys a tiny config needs on top (or instead) of the defaults.
+_PER_TYPE: dict[str, dict[str, Any]] = {
+    "gpt2": dict(n_inner=64, num_key_value_heads=None, intermediate_size=None),
+    "gpt_bigcode": dict(n_inner=64, num_key_value_heads=None, intermediate_size=None, multi_query=True),
+    "gpt_neo": dict(attention_types=[[["global", "local"], 1]], window_size=256, num_key_value_heads=None,
+                    intermediate_size=64),
+    "gptj": dict(n_inner=64, rotary_dim=4, num_key_value_heads=None, intermediate_size=None),
+    "gpt_neox": dict(num_key_value_heads=None, rotary_pct=0.5),
+    "opt": dict(ffn_dim=64, word_embed_proj_dim=32, num_key_value_heads=None, intermediate_size=None),
+    "bloom": dict(n_head=4, num_key_value_heads=None, intermediate_size=None),
+    "falcon": dict(num_kv_heads=2, new_decoder_architecture=True, num_key_value_heads=None,
+                   intermediate_size=None),
+    "phi": dict(num_key_value_heads=None, partial_rotary_factor=0.5),
+    "gemma": dict(head_dim=8),
+    "gemma2": dict(head_dim=8, query_pre_attn_scalar=8),
+    "gemma3_text": dict(head_dim=8, query_pre_attn_scalar=8),
+    "qwen3": dict(head_dim=8),
+    "mistral": dict(head_dim=8),
+    "cohere2": dict(head_dim=8),
+}
+
+
+def tiny_config(model_type: str, **overrides: Any) -> Any:
+    """A config for ``model_type`` small enough to run in milliseconds; ``overrides`` win."""
+    from transformers import AutoConfig
+
+    values = dict(TINY_DEFAULTS)
+    values.update(_PER_TYPE.get(model_type, {}))
+    values.update(overrides)
+    values = {k: v for k, v in values.items() if v is not None}
+    try:
+        config = AutoConfig.for_model(model_type, **values)
+    except (KeyError, ValueError) as exc:
+        raise ProbeSkipped(f"model type {model_type!r} is not in this transformers release") from exc
+    # Eager attention everywhere unless asked: the reference and the cached path then take the same kernels.
+    if "attn_implementation" not in overrides:
+        try:
+            config._attn_implementation = "eager"
+        except Exception:  # noqa: BLE001 - older configs keep it as a plain attribute
+            pass
+    return config
+
+
+def tiny_model(model_type: str, seed: int = 0, model_class: Any = None, **overrides: Any) -> Any:
+    """A randomly initialised causal LM of ``model_type`` (float32, eval mode, same weights for a seed)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    config = tiny_config(model_type, **overrides)
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        if model_class is not None:
+            model = model_class(config)
+        else:
+            try:
+                model = AutoModelForCausalLM.from_config(config)
+            except ValueError as exc:
+                raise ProbeSkipped(f"no causal LM class for {model_type!r} in this release") from exc
+    return model.float().eval()
