@@ -6,12 +6,18 @@ here imports torch and transformers lazily, inside the functions, so that import
 
 from __future__ import annotations
 
+from .generation import GenRun, check_rows_against_reference, generate_steps, left_pad, right_pad
 from .outcome import DefectObserved, ProbeSkipped
 from .reference import assert_close, max_diff, reference_logits
 from .tiny import TINY_DEFAULTS, tiny_config, tiny_model
 
 __all__ = [
     "DefectObserved",
+    "GenRun",
+    "check_rows_against_reference",
+    "generate_steps",
+    "left_pad",
+    "right_pad",
     "ProbeSkipped",
     "TINY_DEFAULTS",
     "assert_close",
