@@ -86,6 +86,7 @@ class Patcher:
         self.transformers_version = transformers_version
         self._targets = frozenset(targets)
         self._undo: list[Callable[[], None]] = []
+        self._changes: list[tuple[Any, str, Any]] = []
         self._lock = threading.RLock()
 
     # -- what fixes call ------------------------------------------------------------------------------------
@@ -167,8 +168,9 @@ class Patcher:
                 self._undo.pop()()
 
     @property
-    def empty(self) -> bool:
-        return not self._undo
+    def changes(self) -> list[tuple[Any, str, Any]]:
+        """(owner, attribute, installed object) for everything this patch currently has in place."""
+        return list(self._changes)
 
     # -- internals ------------------------------------------------------------------------------------------
     def _declared(self, target: str) -> None:
@@ -189,7 +191,10 @@ class Patcher:
         own = vars(parent) if hasattr(parent, "__dict__") else {}
         previous = own.get(attr, _MISSING)
 
+        change = (parent, attr, new)
+
         def undo() -> None:
+            self._changes.remove(change)
             current = vars(parent).get(attr, _MISSING)
             if current is not new:
                 # Somebody replaced our object after us; putting the original back would discard their change.
@@ -205,13 +210,14 @@ class Patcher:
                 setattr(parent, attr, previous)
 
         setattr(parent, attr, new)
+        self._changes.append(change)
         self._undo.append(undo)
 
 
 def _all_subclasses(cls: type, include_self: bool = False) -> list[type]:
     out, stack, seen = ([cls] if include_self else []), [cls], {cls}
     while stack:
-        for sub in type.__subclasses__(stack.pop()) if isinstance(cls, type) else []:
+        for sub in type.__subclasses__(stack.pop()):
             if sub not in seen:
                 seen.add(sub)
                 out.append(sub)

@@ -103,6 +103,7 @@ class Registry:
         self._suppressed: list[set[str]] = []
         self._active = False
         self._epoch = 0
+        self._hooks: list[tuple[str, Any]] = []
         self._lock = threading.RLock()
         for entry in self._entries.values():
             if not config.enabled:
@@ -127,7 +128,9 @@ class Registry:
             m for e in self._entries.values() for m in e.manifest.target_modules
         ]
         for name in dict.fromkeys(modules):
-            wrapt.register_post_import_hook(self._hook(epoch), name)
+            hook = self._hook(epoch)
+            self._hooks.append((name, hook))
+            wrapt.register_post_import_hook(hook, name)
 
     def _hook(self, epoch: int):
         def on_import(module: Any) -> None:
@@ -143,6 +146,17 @@ class Registry:
             self._active = False
             self._epoch += 1
             self._reconcile(trigger="revert()")
+            self._unregister_hooks()
+
+    def _unregister_hooks(self) -> None:
+        # wrapt has no public way to remove a post-import hook; the epoch already makes ours inert, and
+        # taking them out of wrapt's table keeps a thousand revert/activate cycles from piling them up.
+        table = getattr(getattr(wrapt, "importer", None), "_post_import_hooks", None)
+        for name, hook in self._hooks:
+            pending = table.get(name) if isinstance(table, dict) else None
+            if pending and hook in pending:
+                pending.remove(hook)
+        self._hooks.clear()
 
     @contextlib.contextmanager
     def disabled(self, *patch_ids: str) -> Iterator[None]:
@@ -196,6 +210,11 @@ class Registry:
             )
             for e in self._entries.values()
         ]
+
+    def installed(self, patch_id: str) -> list[tuple[Any, str, Any]]:
+        """(owner, attribute, installed object) for each change the patch has in place now."""
+        patcher = self._entries[patch_id].patcher
+        return patcher.changes if patcher is not None else []
 
     def manifests(self) -> list[Manifest]:
         return [e.manifest for e in self._entries.values()]

@@ -1,0 +1,89 @@
+"""Every manifest in patches/ is valid, names a fix and a probe that import, and the wheel ships them."""
+
+from __future__ import annotations
+
+import importlib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from hf_genfix._manifest import ManifestError, load_dir, load_file, parse
+
+ROOT = Path(__file__).resolve().parents[1]
+MANIFESTS = load_dir(ROOT / "patches")
+
+
+def _callable(ref: str):
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+@pytest.mark.parametrize("manifest", MANIFESTS, ids=[m.id for m in MANIFESTS])
+def test_manifest_fix_and_probe_exist(manifest):
+    assert callable(_callable(manifest.fix))
+    assert callable(_callable(manifest.probe))
+    assert manifest.family in ("padding", "prepare-inputs", "sliding-window")
+    assert manifest.evidence["scenario"] and manifest.evidence["observed"]
+
+
+def test_patch_ids_cover_the_issues():
+    ids = {m.id for m in MANIFESTS}
+    if not ids:
+        pytest.skip("no patches yet")
+    assert len(ids) == len(MANIFESTS)
+
+
+GOOD = dict(id="x-y", summary="s", family="padding", targets=["m:A.b"], affected=">=1.0",
+            fix="m:f", probe="m:p", evidence={"scenario": "s", "observed": "o"})
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"colour": "red"}, "unknown key"),
+        ({"affected": ">=5.0,<<6"}, "PEP 440"),
+        ({"fix": None}, "missing key"),
+        ({"id": "Bad_Id"}, "kebab-case"),
+        ({"id": "strict"}, "collides"),
+        ({"targets": ["no-colon"]}, "targets"),
+        ({"family": "other"}, "family"),
+        ({"evidence": {"scenario": "only"}}, "evidence"),
+        ({"fixed_upstream": {"ref": "#1"}}, "fixed_upstream"),
+    ],
+)
+def test_invalid_manifests_are_rejected(change, message):
+    data = dict(GOOD)
+    for key, value in change.items():
+        if value is None:
+            data.pop(key)
+        else:
+            data[key] = value
+    with pytest.raises(ManifestError, match=message):
+        parse(data)
+
+
+def test_file_name_must_match_id(tmp_path):
+    path = tmp_path / "other.toml"
+    path.write_text('id = "x-y"\nsummary = "s"\nfamily = "padding"\ntargets = ["m:A.b"]\naffected = ">=1"\n'
+                    'fix = "m:f"\nprobe = "m:p"\n[evidence]\nscenario = "s"\nobserved = "o"\n')
+    with pytest.raises(ManifestError, match="file name"):
+        load_file(path)
+
+
+def test_wheel_ships_the_manifests(tmp_path):
+    build = pytest.importorskip("build", reason="the 'build' package is needed to build the wheel")
+    del build
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path),
+                           str(ROOT)], capture_output=True, text=True)
+    if proc.returncode != 0 and "hatchling" in proc.stderr:
+        pytest.skip("hatchling is not installed in this environment")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    wheel = next(tmp_path.glob("*.whl"))
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for m in MANIFESTS:
+        assert f"hf_genfix/_patches/{m.id}.toml" in names
+    assert "hf_genfix/py.typed" in names
