@@ -1,0 +1,190 @@
+"""``hf-genfix doctor`` on an injected registry built from fixture manifests with fake probes.
+
+The fixture "defect" is a function that answers 41 where 42 is right; the fix wraps it. Each manifest pairs a
+range (always / never affected) with a probe that behaves a particular way, and the doctor's verdict and exit
+status are checked against what the contract in docs/writing-a-patch.md says they must be.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+
+import pytest
+
+pytest.importorskip("transformers")  # the registry gates on the installed transformers version
+
+from hf_genfix import doctor  # noqa: E402
+from hf_genfix._config import Config  # noqa: E402
+from hf_genfix._manifest import load_dir  # noqa: E402
+from hf_genfix._registry import Registry  # noqa: E402
+
+PKG = "genfix_doctor_fixture"
+
+TARGET = '''
+class Thing:
+    def answer(self):
+        return 41
+
+    def other(self):
+        return 41
+'''
+
+FIXES = '''
+from hf_genfix.oracles import DefectObserved, ProbeSkipped
+from genfix_doctor_fixture.target import Thing
+
+def install(patcher):
+    patcher.wrap("genfix_doctor_fixture.target:Thing.answer", lambda wrapped, inst, a, kw: wrapped(*a, **kw) + 1)
+
+def install_other(patcher):
+    patcher.wrap("genfix_doctor_fixture.target:Thing.other", lambda wrapped, inst, a, kw: wrapped(*a, **kw) + 1)
+
+def install_useless(patcher):
+    patcher.wrap("genfix_doctor_fixture.target:Thing.answer", lambda wrapped, inst, a, kw: wrapped(*a, **kw))
+
+def probe():
+    got = Thing().answer()
+    if got != 42:
+        raise DefectObserved(f"answer is {got}, not 42", answer=got, max_logit_diff=float(42 - got))
+    return {"answer": got}
+
+def probe_other():
+    got = Thing().other()
+    if got != 42:
+        raise DefectObserved(f"other is {got}, not 42")
+    return {"other": got}
+
+def probe_skip():
+    raise ProbeSkipped("this scenario does not exist here")
+
+def probe_broken():
+    return {}["missing"]
+'''
+
+
+def manifest(pid: str, affected: str, fix: str = "install", probe: str = "probe") -> str:
+    return textwrap.dedent(f'''\
+        id = "{pid}"
+        summary = "fixture {pid}"
+        family = "test"
+        targets = ["{PKG}.target:Thing.answer", "{PKG}.target:Thing.other"]
+        affected = "{affected}"
+        fix = "{PKG}.fixes:{fix}"
+        probe = "{PKG}.fixes:{probe}"
+        [evidence]
+        scenario = "fixture"
+        observed = "fixture"
+        ''')
+
+
+ALWAYS, NEVER = ">=0", "<0.0.1"
+
+CASES = {
+    # id: (affected, fix, probe, expected verdict, expected state)
+    "fixed-here": (ALWAYS, "install", "probe", "fixed", "applied"),
+    "unaffected-but-defect": (NEVER, "install_other", "probe_other", "catalog-wrong", "not-needed"),
+    "useless-fix": (ALWAYS, "install_useless", "probe", "not-fixed", "applied"),
+    "skipped-here": (ALWAYS, "install_other", "probe_skip", "skipped", "applied"),
+    "broken-probe": (NEVER, "install", "probe_broken", "probe-error", "not-needed"),
+}
+
+
+@pytest.fixture
+def make_registry(tmp_path, monkeypatch):
+    pkg = tmp_path / PKG
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "target.py").write_text(TARGET)
+    (pkg / "fixes.py").write_text(FIXES)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    made: list[Registry] = []
+
+    def build(*ids: str) -> Registry:
+        mdir = tmp_path / f"manifests{len(made)}"
+        mdir.mkdir()
+        for pid in ids:
+            affected, fix, probe, _, _ = CASES[pid]
+            (mdir / f"{pid}.toml").write_text(manifest(pid, affected, fix, probe))
+        registry = Registry(load_dir(mdir), Config())
+        registry.activate()
+        made.append(registry)
+        return registry
+
+    yield build
+    for registry in made:
+        registry.revert()
+    for name in [m for m in sys.modules if m == PKG or m.startswith(PKG + ".")]:
+        del sys.modules[name]
+
+
+@pytest.mark.parametrize("pid", sorted(CASES))
+def test_verdict_per_case(make_registry, pid):
+    registry = make_registry(pid)
+    report = doctor.diagnose(registry)
+    (patch,) = report["patches"]
+    _, _, _, verdict, state = CASES[pid]
+    assert (patch["state"], patch["verdict"]) == (state, verdict), patch["message"]
+    assert patch["failing"] is (verdict in doctor.FAILING)
+    assert report["ok"] is not patch["failing"]
+
+
+def test_fixed_patch_is_probed_without_then_with_it(make_registry):
+    registry = make_registry("fixed-here")
+    from genfix_doctor_fixture.target import Thing  # noqa: PLC0415 - importable only once the fixture exists
+
+    original = Thing.__dict__["answer"].__wrapped__  # importing the target installed the patch
+    (patch,) = doctor.diagnose(registry)["patches"]
+    assert patch["without"]["outcome"] == "defect" and patch["without"]["figures"]["answer"] == 41
+    assert patch["with"]["outcome"] == "pass" and patch["with"]["figures"] == {"answer": 42}
+    # The doctor leaves the process as it found it: the patch installed again, wrapping the same original.
+    assert Thing().answer() == 42 and Thing.__dict__["answer"].__wrapped__ is original
+    assert patch["targets"][0] == {"target": f"{PKG}.target:Thing.answer", "exists": True,
+                                   "signature": "(self)", "detail": ""}
+
+
+def test_catalog_wrong_says_so_and_exits_non_zero(make_registry, capsys):
+    registry = make_registry("fixed-here", "unaffected-but-defect")
+    code = doctor.main([], registry=registry)
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "catalog wrong" in out and "unaffected-but-defect" in out
+    assert "FAILED" in out.splitlines()[-1]
+
+
+def test_all_good_exits_zero_and_json_is_the_report(make_registry, capsys, tmp_path):
+    registry = make_registry("fixed-here", "skipped-here")
+    target = tmp_path / "doctor.json"
+    code = doctor.main(["--json", "--output", str(target)], registry=registry)
+    printed = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert printed == json.loads(target.read_text())
+    assert printed["ok"] is True and printed["transformers"]
+    assert [p["verdict"] for p in printed["patches"]] == ["fixed", "skipped"]
+
+
+@pytest.mark.parametrize("pid", ["useless-fix", "broken-probe"])
+def test_not_fixed_and_probe_errors_exit_non_zero(make_registry, pid):
+    assert doctor.main(["--json"], registry=make_registry(pid)) == 1
+
+
+def test_disabled_by_toggle_reports_exposure_without_failing(make_registry, tmp_path):
+    registry = make_registry("fixed-here")
+    registry.revert()
+    off = Registry(registry.manifests(), Config(toggles={"fixed-here": "off"}))
+    off.activate()
+    try:
+        (patch,) = doctor.diagnose(off)["patches"]
+    finally:
+        off.revert()
+    assert (patch["state"], patch["verdict"], patch["with"]) == ("disabled", "exposed", None)
+
+
+def test_judge_covers_the_not_needed_and_not_reproduced_cases():
+    ok = doctor.ProbeRun(doctor.PASS, 0.1)
+    defect = doctor.ProbeRun(doctor.DEFECT, 0.1, "wrong")
+    assert doctor.judge("not-needed", False, ok, None, "5.0.0", "<4")[0] == "not-needed"
+    assert doctor.judge("applied", True, ok, ok, "5.0.0", ">=5")[0] == "not-reproduced"
+    assert doctor.judge("forced", False, defect, ok, "5.0.0", "<4")[0] == "catalog-wrong"
+    assert doctor.judge("drift", True, defect, None, "5.0.0", ">=5")[0] == "unprotected"
