@@ -8,13 +8,15 @@ defect the installed release really has are installed. See ``hf_genfix.status()`
 
 from __future__ import annotations
 
-from typing import Any, ContextManager
-
+from . import _activation
 from ._config import ConfigError
-from ._manifest import ManifestError
-from ._patcher import Drift
-from ._registry import HFGenfixWarning, PatchError, PatchStatus
-from ._registry import default as _default
+from ._errors import Drift, HFGenfixWarning, PatchError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, ContextManager
+
+    from ._registry import PatchStatus, Registry
 
 __all__ = [
     "ConfigError",
@@ -38,6 +40,10 @@ __all__ = [
 __version__ = "0.1.0"
 
 
+def _default() -> Registry:
+    return _activation.registry()
+
+
 def status() -> list[PatchStatus]:
     """One record per known patch: id, state, reason, targets, affected range, transformers version."""
     return _default().status()
@@ -45,12 +51,12 @@ def status() -> list[PatchStatus]:
 
 def activate() -> None:
     """Register the import hooks again after ``revert()`` (``import hf_genfix`` already does this once)."""
-    _default().activate()
+    _activation.activate()
 
 
 def revert() -> None:
     """Restore every patched object to the identical original and stop patching on later imports."""
-    _default().revert()
+    _activation.revert()
 
 
 def disabled(*patch_ids: str) -> ContextManager[None]:
@@ -63,7 +69,9 @@ def forced(*patch_ids: str) -> ContextManager[None]:
     return _default().forced(*patch_ids)
 
 
-_HELPERS = {
+_LAZY = {
+    "PatchStatus": "hf_genfix._registry",
+    "ManifestError": "hf_genfix._manifest",
     "BatchPaddingPolicy": "hf_genfix.helpers.padding",
     "GenerationInputPrep": "hf_genfix.helpers.decode",
     "DecodeState": "hf_genfix.helpers.decode",
@@ -72,14 +80,14 @@ _HELPERS = {
 
 
 def __getattr__(name: str) -> Any:
-    # The helpers import torch; keep `import hf_genfix` free of it until a helper is used.
-    if name in _HELPERS:
+    # The registry needs wrapt and packaging, the helpers torch: none is loaded until first used.
+    if name in _LAZY:
         import importlib
 
-        value = getattr(importlib.import_module(_HELPERS[name]), name)
+        value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'hf_genfix' has no attribute {name!r}")
 
 
-_default().activate()
+_activation.activate()

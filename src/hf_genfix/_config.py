@@ -6,9 +6,10 @@ Parsing is all-or-nothing: a malformed value or an ``HF_GENFIX_*`` name that mat
 
 from __future__ import annotations
 
-import difflib
-from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+# Kept to the standard library's always-loaded modules: this runs on `import hf_genfix`, whose budget is 5 ms.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Iterable, Mapping
 
 PREFIX = "HF_GENFIX"
 _TRUE = ("on", "1", "true", "yes")
@@ -28,13 +29,19 @@ def env_name(patch_id: str) -> str:
     return f"{PREFIX}_{patch_id.upper().replace('-', '_')}"
 
 
-@dataclass(frozen=True)
 class Config:
-    enabled: bool = True
-    strict: bool = False
-    log_level: str | None = None
-    # patch id -> "auto" | "on" | "off"; ids not listed are "auto"
-    toggles: Mapping[str, str] = field(default_factory=dict)
+    """What the environment asked for. ``toggles`` maps patch id -> "auto" | "on" | "off" (absent: "auto")."""
+
+    __slots__ = ("enabled", "strict", "log_level", "toggles")
+
+    def __init__(self, enabled: bool = True, strict: bool = False, log_level: str | None = None,
+                 toggles: Mapping[str, str] | None = None):
+        self.enabled, self.strict, self.log_level = enabled, strict, log_level
+        self.toggles = dict(toggles or {})
+
+    def __repr__(self) -> str:
+        return (f"Config(enabled={self.enabled}, strict={self.strict}, log_level={self.log_level!r}, "
+                f"toggles={self.toggles!r})")
 
     def toggle(self, patch_id: str) -> str:
         return self.toggles.get(patch_id, "auto")
@@ -64,6 +71,8 @@ class Config:
                     "auto" if value in ("", "auto") else "on" if value in _TRUE else "off"
                 )
             else:
+                import difflib
+
                 close = difflib.get_close_matches(name, known, n=1, cutoff=0.0)
                 raise ConfigError(
                     f"{name}={raw!r}: no hf_genfix patch or setting has this name"

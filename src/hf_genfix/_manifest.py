@@ -47,10 +47,9 @@ class Manifest:
 
 
 def default_dir() -> Path:
-    # A wheel carries the manifests inside the package; a source checkout (editable install) has them at the
-    # top of the repository, where the design card puts them.
-    packaged = Path(__file__).with_name("_patches")
-    return packaged if packaged.is_dir() else Path(__file__).resolve().parents[2] / "patches"
+    from ._activation import manifest_dir
+
+    return Path(manifest_dir())
 
 
 def load_dir(directory: Path | str | None = None) -> list[Manifest]:

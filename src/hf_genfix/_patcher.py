@@ -16,11 +16,9 @@ from typing import Any, Callable
 
 import wrapt
 
+from ._errors import Drift
+
 _MISSING = object()
-
-
-class Drift(Exception):
-    """The installed transformers lacks what a fix needs (a target or a parameter)."""
 
 
 class GenfixWrapper(wrapt.FunctionWrapper):

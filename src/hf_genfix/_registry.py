@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
-import os
 import sys
 import threading
 import warnings
@@ -22,7 +21,8 @@ import wrapt
 
 from ._config import Config, env_name
 from ._manifest import Manifest, load_dir
-from ._patcher import Drift, Patcher, resolve
+from ._errors import Drift, HFGenfixWarning, PatchError
+from ._patcher import Patcher, resolve
 
 log = logging.getLogger("hf_genfix")
 
@@ -30,14 +30,6 @@ APPLIED, FORCED, NOT_NEEDED, DISABLED, PENDING, DRIFT, FAILED = (
     "applied", "forced", "not-needed", "disabled", "pending", "drift", "failed",
 )
 INSTALLED = (APPLIED, FORCED)
-
-
-class HFGenfixWarning(UserWarning):
-    """A patch was skipped (drift, or its fix failed to install); the program goes on without it."""
-
-
-class PatchError(RuntimeError):
-    """HF_GENFIX_STRICT=1: a patch that would have been skipped with a warning raises instead."""
 
 
 @dataclass(frozen=True)
@@ -322,31 +314,3 @@ def _parse_version(version: str | None) -> Any:
     from packaging.version import Version
 
     return Version(version)
-
-
-# -- the process-wide registry --------------------------------------------------------------------------------
-_default: Registry | None = None
-_default_lock = threading.Lock()
-
-
-def default() -> Registry:
-    """The registry ``import hf_genfix`` activates (created once per process, so reloads never re-wrap)."""
-    global _default
-    with _default_lock:
-        if _default is None:
-            manifests = load_dir()
-            config = Config.from_environ(os.environ, [m.id for m in manifests])
-            _configure_logging(config.log_level)
-            _default = Registry(manifests, config)
-        return _default
-
-
-def _configure_logging(level: str | None) -> None:
-    if level is None:
-        return
-    log.setLevel(level.upper())
-    if not any(getattr(h, "_hf_genfix", False) for h in log.handlers):
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-        handler._hf_genfix = True  # type: ignore[attr-defined]
-        log.addHandler(handler)
