@@ -63,11 +63,14 @@ class _Entry:
 
 
 def transformers_version() -> str | None:
+    """The version of the transformers imported in this process (None while it is not imported)."""
     mod = sys.modules.get("transformers")
+    if mod is None:
+        return None
     version = getattr(mod, "__version__", None)
     if version:
         return str(version)
-    try:
+    try:  # a transformers still executing its __init__ may not have set __version__ yet
         from importlib.metadata import PackageNotFoundError, version as dist_version
 
         return dist_version("transformers")
@@ -186,7 +189,7 @@ class Registry:
 
     # -- status ---------------------------------------------------------------------------------------------
     def status(self) -> list[PatchStatus]:
-        version = transformers_version() if "transformers" in sys.modules else None
+        version = transformers_version()
         return [
             PatchStatus(
                 id=e.manifest.id,
@@ -240,7 +243,7 @@ class Registry:
 
     def _reconcile(self, trigger: str) -> None:
         with self._lock:
-            version = transformers_version() if "transformers" in sys.modules else None
+            version = transformers_version()
             wants = {pid: self._wanted(e, version) for pid, e in self._entries.items()}
             keep = 0
             while keep < len(self._stack) and wants[self._stack[keep]][0]:
@@ -264,7 +267,7 @@ class Registry:
                     changed.append(pid)
                 entry.state, entry.reason = state, reason
             if changed and trigger not in ("disabled()", "disabled() exit", "forced()", "forced() exit"):
-                self._summarise(version, trigger)
+                self._summarise(version, trigger, changed)
 
     def _install(self, entry: _Entry, version: str | None, state: str, reason: str) -> tuple[str, str]:
         m = entry.manifest
@@ -298,14 +301,14 @@ class Registry:
         warnings.warn(message + f"; set {env_name(m.id)}=off to silence", HFGenfixWarning, stacklevel=2)
         return state, why
 
-    def _summarise(self, version: str | None, trigger: str) -> None:
+    def _summarise(self, version: str | None, trigger: str, changed: list[str]) -> None:
         if not log.isEnabledFor(logging.INFO):
             return
         by_state: dict[str, list[str]] = {}
-        for pid, e in self._entries.items():
-            by_state.setdefault(e.state, []).append(pid)
+        for pid in changed:
+            by_state.setdefault(self._entries[pid].state, []).append(pid)
         parts = [f"{state}: {', '.join(ids)}" for state, ids in sorted(by_state.items())]
-        log.info("hf_genfix on transformers %s (after %s): %s", version, trigger, "; ".join(parts))
+        log.info("hf_genfix on transformers %s (import of %s): %s", version, trigger, "; ".join(parts))
 
 
 def _parse_version(version: str | None) -> Any:

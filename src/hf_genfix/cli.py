@@ -31,7 +31,9 @@ def load_targets() -> str | None:
     import hf_genfix
     from hf_genfix._registry import transformers_version
 
-    if transformers_version() is None:
+    try:
+        importlib.import_module("transformers")
+    except ImportError:
         return None
     for manifest in hf_genfix._default().manifests():
         for module in manifest.target_modules:
