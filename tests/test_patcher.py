@@ -1,0 +1,128 @@
+"""The patcher: wraps in place keeping signatures, covers subclasses created later, undoes to identical objects."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import types
+
+import pytest
+
+from hf_genfix import Drift
+from hf_genfix._patcher import Patcher, patch_of
+
+
+@pytest.fixture
+def module():
+    mod = types.ModuleType("genfix_fake_target")
+
+    class Base:
+        def step(self, input_ids, past_key_values=None, *, cache_position=None, **kwargs):
+            """Upstream docstring."""
+            return ("base", input_ids)
+
+        @classmethod
+        def build(cls, n):
+            return (cls.__name__, n)
+
+        @staticmethod
+        def helper(x):
+            return x * 2
+
+    class Child(Base):
+        def step(self, input_ids, **kwargs):
+            return ("child", input_ids)
+
+    class Plain(Base):
+        pass
+
+    mod.Base, mod.Child, mod.Plain = Base, Child, Plain
+    mod.function = lambda x: x + 1
+    sys.modules[mod.__name__] = mod
+    yield mod
+    del sys.modules[mod.__name__]
+
+
+def tag(wrapped, instance, args, kwargs):
+    result = wrapped(*args, **kwargs)
+    return ("fixed",) + (result if isinstance(result, tuple) else (result,))
+
+
+def patcher(*targets):
+    return Patcher("test-patch", targets)
+
+
+def test_wrap_keeps_signature_name_and_doc(module):
+    p = patcher("genfix_fake_target:Base.step")
+    before = inspect.signature(module.Base().step)
+    p.wrap("genfix_fake_target:Base.step", tag)
+    bound = module.Base().step
+    assert inspect.signature(bound) == before
+    assert bound.__name__ == "step" and bound.__doc__ == "Upstream docstring."
+    assert module.Base().step(3) == ("fixed", "base", 3)
+    assert module.Plain().step(3) == ("fixed", "base", 3)
+    assert module.Child().step(3) == ("child", 3)  # overrides are not the base's method
+    p.undo()
+    assert module.Base.__dict__["step"].__name__ == "step" and patch_of(module.Base.__dict__["step"]) is None
+
+
+def test_classmethod_staticmethod_and_module_function(module):
+    original = {k: module.Base.__dict__[k] for k in ("build", "helper")}
+    function = module.function
+    p = patcher("genfix_fake_target:Base.build", "genfix_fake_target:Base.helper", "genfix_fake_target:function")
+    p.wrap("genfix_fake_target:Base.build", tag)
+    p.wrap("genfix_fake_target:Base.helper", tag)
+    p.wrap("genfix_fake_target:function", tag)
+    assert module.Child.build(2) == ("fixed", "Child", 2)
+    assert module.Child().helper(2) == ("fixed", 4)
+    assert module.function(1) == ("fixed", 2)
+    p.undo()
+    assert all(module.Base.__dict__[k] is v for k, v in original.items())
+    assert module.function is function
+
+
+def test_wrap_subclasses_now_and_later_then_undo(module):
+    original = {c: c.__dict__["step"] for c in (module.Base, module.Child)}
+    p = patcher("genfix_fake_target:Base.step")
+    p.wrap_subclasses("genfix_fake_target:Base.step", tag)
+    assert module.Child().step(1) == ("fixed", "child", 1)
+
+    class Later(module.Child):  # e.g. a remote-code model defined after hf_genfix patched
+        def step(self, input_ids, **kwargs):
+            return ("later", input_ids)
+
+    class NoOverride(module.Base):
+        pass
+
+    assert Later().step(1) == ("fixed", "later", 1)
+    assert NoOverride().step(1) == ("fixed", "base", 1)
+    assert "step" not in NoOverride.__dict__
+    p.undo()
+    assert all(c.__dict__["step"] is f for c, f in original.items())
+    assert patch_of(Later.__dict__["step"]) is None
+    assert "__init_subclass__" not in module.Base.__dict__
+
+    class AfterUndo(module.Base):
+        def step(self, input_ids, **kwargs):
+            return ("after", input_ids)
+
+    assert AfterUndo().step(1) == ("after", 1)
+
+
+def test_never_wraps_twice(module):
+    p = patcher("genfix_fake_target:Base.step")
+    p.wrap("genfix_fake_target:Base.step", tag)
+    with pytest.raises(RuntimeError, match="already wrapped"):
+        Patcher("test-patch", ("genfix_fake_target:Base.step",)).wrap("genfix_fake_target:Base.step", tag)
+    p.undo()
+
+
+def test_require_and_undeclared_targets(module):
+    p = patcher("genfix_fake_target:Base.step", "genfix_fake_target:Base.missing")
+    p.require("genfix_fake_target:Base.step", "past_key_values", "cache_position")
+    with pytest.raises(Drift, match="next_sequence_length"):
+        p.require("genfix_fake_target:Base.step", "next_sequence_length")
+    with pytest.raises(Drift, match="does not exist"):
+        p.require("genfix_fake_target:Base.missing")
+    with pytest.raises(ValueError, match="does not list"):
+        p.wrap("genfix_fake_target:Child.step", tag)
