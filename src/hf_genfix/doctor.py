@@ -26,6 +26,7 @@ import time
 import traceback
 import warnings
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 SCHEMA = 1
@@ -124,7 +125,11 @@ def _load(spec: str) -> Callable[[], Any]:
 
 
 def describe_target(target: str) -> dict[str, Any]:
-    """Whether ``target`` exists on this install and its signature: what the upgrade check compares."""
+    """Whether ``target`` exists on this install and its parameters: what the upgrade check compares.
+
+    Only parameter names and kinds are kept (annotations are reformatted between releases without meaning
+    anything to a fix); a target that is not callable is described by its type.
+    """
     from ._patcher import Drift, resolve
 
     try:
@@ -133,10 +138,12 @@ def describe_target(target: str) -> dict[str, Any]:
         return {"target": target, "exists": False, "signature": None, "detail": str(exc)}
     func = getattr(value, "__func__", value)
     try:
-        signature = str(inspect.signature(func))
+        params = inspect.signature(func).parameters.values()
     except (TypeError, ValueError):
-        signature = None
-    return {"target": target, "exists": True, "signature": signature, "detail": ""}
+        return {"target": target, "exists": True, "signature": f"<{type(value).__name__}>", "detail": ""}
+    prefix = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}
+    names = [prefix.get(p.kind, "") + p.name for p in params]
+    return {"target": target, "exists": True, "signature": f"({', '.join(names)})", "detail": ""}
 
 
 # -- judging one patch ------------------------------------------------------------------------------------------
@@ -214,12 +221,16 @@ def check_patch(registry: Any, status: Any, manifest: Any) -> PatchReport:
 # -- the whole run ----------------------------------------------------------------------------------------------
 def import_targets(registry: Any) -> str | None:
     """Import every target module of ``registry``'s manifests so that each patch is decided."""
+    import hf_genfix
+
     from . import cli
     from ._registry import transformers_version
 
-    version = cli.load_targets()  # the default registry's targets (also what a user's program would import)
-    if version is None:
+    if registry is hf_genfix._default():
+        return cli.load_targets()
+    if transformers_version() is None:
         return None
+    importlib.import_module("transformers")  # the version a registry gates on is the imported one
     for manifest in registry.manifests():
         for module in manifest.target_modules:
             with contextlib.suppress(ImportError):
@@ -364,6 +375,7 @@ def main(argv: Sequence[str] | None = None, registry: Any = None) -> int:
         if report["sweep"]["unknown"]:
             exit_code = 1
     if args.output:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
         with open(args.output, "w", encoding="utf-8") as fh:
             json.dump(report, fh, indent=2)
             fh.write("\n")

@@ -1,0 +1,406 @@
+"""``hf-genfix doctor --sweep``: the general oracles over every decoder-only architecture of the installed release.
+
+The catalog (patches/) only knows the defects somebody found. The sweep looks for the next ones: for each
+decoder-only model type this release can build tiny from its config, it runs the generation paths that have
+broken before -- cached against uncached, a left-padded batch against each row alone, a hand-written decode loop,
+generation past a sliding window, assisted and prompt-lookup decoding, beam search, chunked prefill and a static
+cache -- against the no-cache reference, with the patches installed as the user has them. A failure is then
+retried with every patch off (a failure that goes away is caused by hf_genfix itself) and with each patch that is
+not installed forced on (a failure one of them removes is explained by the catalog; if that patch's range excludes
+this release, the catalog is wrong). What is left is reported as an unknown defect: architecture, scenario, step,
+logit difference.
+
+Scenario oracles that a patch family already provides (``oracles.decode``, ``oracles.sliding``,
+``oracles.padding``) are used when present; the fallbacks here are deliberately small.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+import traceback
+from typing import Any, Callable, Iterable, Sequence
+
+from .generation import check_rows_against_reference, generate_steps, left_pad
+from .outcome import DefectObserved, ProbeSkipped
+from .reference import ATOL, reference_logits
+from .tiny import tiny_config
+
+WINDOW = 8
+MAX_PARAMS = 2_000_000
+# Words in an exception that mean "this architecture does not do that" rather than "this is broken".
+_UNSUPPORTED = ("not support", "isn't supported", "is not supported", "not compatible", "not implemented",
+                "doesn't support", "does not have", "not available", "only supported", "requires")
+
+Scenario = Callable[["Subject"], dict]
+SCENARIOS: dict[str, Scenario] = {}
+
+
+def scenario(name: str) -> Callable[[Scenario], Scenario]:
+    def register(func: Scenario) -> Scenario:
+        SCENARIOS[name] = func
+        return func
+
+    return register
+
+
+# -- the architectures ------------------------------------------------------------------------------------------
+def decoder_only_types() -> list[str]:
+    """Model types with a causal-LM head that are neither masked LMs nor encoder-decoders."""
+    from transformers.models.auto import modeling_auto as auto
+
+    causal = set(auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+    others = set(getattr(auto, "MODEL_FOR_MASKED_LM_MAPPING_NAMES", {}))
+    others |= set(getattr(auto, "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES", {}))
+    return sorted(causal - others)
+
+
+class Subject:
+    """One architecture built tiny: the target model, and a draft of the same type (another seed) on demand."""
+
+    def __init__(self, model_type: str):
+        self.model_type = model_type
+        self.overrides = _sliding_overrides(model_type)
+        self.sliding = bool(self.overrides)
+        self.model = build(model_type, seed=0, **self.overrides)
+        self._draft: Any = None
+        vocab = self.model.config.get_text_config().vocab_size if hasattr(self.model.config, "get_text_config") \
+            else self.model.config.vocab_size
+        self.vocab = min(int(vocab), 128)
+
+    @property
+    def draft(self) -> Any:
+        if self._draft is None:
+            self._draft = build(self.model_type, seed=1, **self.overrides)
+        return self._draft
+
+    def rows(self, *lengths: int, seed: int = 0) -> list[list[int]]:
+        import torch
+
+        gen = torch.Generator().manual_seed(seed)
+        return [torch.randint(3, self.vocab, (n,), generator=gen).tolist() for n in lengths]
+
+
+def _sliding_overrides(model_type: str) -> dict[str, Any]:
+    """A window of 8 for architectures whose config has one (so a few dozen tokens go well past it)."""
+    config = tiny_config(model_type)
+    if getattr(config, "sliding_window", None) is None and not hasattr(type(config)(), "sliding_window"):
+        return {}
+    out: dict[str, Any] = {"sliding_window": WINDOW}
+    if hasattr(config, "use_sliding_window"):
+        out.update(use_sliding_window=True, max_window_layers=1)
+    return out
+
+
+def build(model_type: str, seed: int = 0, **overrides: Any) -> Any:
+    """A tiny causal LM of ``model_type``; ``ProbeSkipped`` when the release cannot build one that is tiny."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    config = tiny_config(model_type, **overrides)
+    if _composite(config):
+        raise ProbeSkipped("composite config (vision/audio parts): not built tiny from a text config")
+    try:
+        with torch.device("meta"):
+            params = sum(p.numel() for p in AutoModelForCausalLM.from_config(config).parameters())
+    except ProbeSkipped:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a config the tiny defaults do not satisfy
+        raise ProbeSkipped(f"cannot build from a tiny config: {type(exc).__name__}: {_short(exc)}") from exc
+    if params > MAX_PARAMS:
+        raise ProbeSkipped(f"the tiny config still gives {params / 1e6:.1f}M parameters")
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        model = AutoModelForCausalLM.from_config(config)
+    return model.float().eval()
+
+
+def _composite(config: Any) -> bool:
+    from transformers import PretrainedConfig
+
+    if getattr(config, "sub_configs", None):
+        return True
+    return any(isinstance(v, PretrainedConfig) for v in vars(config).values())
+
+
+# -- the scenarios ----------------------------------------------------------------------------------------------
+def _maybe(module: str, name: str) -> Callable | None:
+    """A scenario oracle a patch family provides, if this checkout has it."""
+    try:
+        return getattr(importlib.import_module(f"hf_genfix.oracles.{module}"), name)
+    except (ImportError, AttributeError):
+        return None
+
+
+@scenario("cached")
+def cached(s: Subject) -> dict:
+    rows = s.rows(9)
+    run = generate_steps(s.model, *left_pad(rows), max_new_tokens=6, use_cache=True)
+    return check_rows_against_reference(s.model, rows, run, "cached generate() vs no-cache forward")
+
+
+@scenario("left-padded")
+def left_padded(s: Subject) -> dict:
+    rows = s.rows(7, 3, 10)
+    run = generate_steps(s.model, *left_pad(rows), max_new_tokens=6)
+    return check_rows_against_reference(s.model, rows, run, "left-padded batch vs each row alone")
+
+
+@scenario("manual-loop")
+def manual_loop(s: Subject) -> dict:
+    """Greedy decoding by hand: ``prepare_inputs_for_generation`` given the full ids, the cache and the mask."""
+    import torch
+
+    (prompt,) = s.rows(6)
+    ids = torch.tensor([prompt])
+    mask = torch.ones_like(ids)
+    past = None
+    logits_per_step = []
+    with torch.no_grad():
+        for _ in range(5):
+            inputs = s.model.prepare_inputs_for_generation(ids, past_key_values=past, attention_mask=mask,
+                                                           use_cache=True)
+            out = s.model(**{k: v for k, v in inputs.items() if v is not None})
+            logits_per_step.append(out.logits[0, -1].float())
+            past = out.past_key_values
+            ids = torch.cat([ids, out.logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+    ref = reference_logits(s.model, ids[0].tolist())
+    worst = 0.0
+    for t, actual in enumerate(logits_per_step):
+        worst = max(worst, _close(actual, ref[len(prompt) - 1 + t], "manual decode loop", step=t))
+    return {"max_logit_diff": worst, "steps_compared": len(logits_per_step)}
+
+
+@scenario("past-window")
+def past_window(s: Subject) -> dict:
+    if not s.sliding:
+        raise ProbeSkipped("no sliding window in this architecture")
+    rows = s.rows(12, 5)
+    run = generate_steps(s.model, *left_pad(rows), max_new_tokens=3 * WINDOW)
+    return check_rows_against_reference(s.model, rows, run, f"generation past a window of {WINDOW}")
+
+
+@scenario("assisted")
+def assisted(s: Subject) -> dict:
+    rows = s.rows(2 * WINDOW if s.sliding else 8)
+    return _same_tokens_as_greedy(s, rows, "assisted decoding (draft of the same type)",
+                                  assistant_model=s.draft)
+
+
+@scenario("prompt-lookup")
+def prompt_lookup(s: Subject) -> dict:
+    (head,) = s.rows(6)
+    rows = [head * (3 if s.sliding else 2)]  # repeated n-grams give the lookup something to propose
+    return _same_tokens_as_greedy(s, rows, "prompt-lookup decoding", prompt_lookup_num_tokens=3)
+
+
+@scenario("beam")
+def beam(s: Subject) -> dict:
+    import torch
+
+    rows = s.rows(8)
+    ids, mask = left_pad(rows)
+    common = dict(num_beams=3, max_new_tokens=6, do_sample=False, attention_mask=mask, early_stopping=True)
+    with torch.no_grad():
+        cached_out = s.model.generate(ids, use_cache=True, **common)
+        plain = s.model.generate(ids, use_cache=False, **common)
+    a, b = cached_out[0, ids.shape[1]:].tolist(), plain[0, ids.shape[1]:].tolist()
+    if a != b and not _tie(s.model, rows[0], a, b):
+        raise DefectObserved(f"beam search: cached {a} != uncached {b}", step=_first_diff(a, b))
+    return {"tokens": len(a)}
+
+
+@scenario("chunked-prefill")
+def chunked_prefill(s: Subject) -> dict:
+    from transformers import GenerationConfig
+
+    if not hasattr(GenerationConfig(), "prefill_chunk_size"):
+        raise ProbeSkipped("generate() has no prefill_chunk_size on this release")
+    rows = s.rows(2 * WINDOW + 3)
+    run = generate_steps(s.model, *left_pad(rows), max_new_tokens=6, prefill_chunk_size=5)
+    return check_rows_against_reference(s.model, rows, run, "chunked prefill (chunks of 5)")
+
+
+@scenario("static-cache")
+def static_cache(s: Subject) -> dict:
+    rows = s.rows(10)
+    run = generate_steps(s.model, *left_pad(rows), max_new_tokens=6, cache_implementation="static")
+    return check_rows_against_reference(s.model, rows, run, "static cache")
+
+
+def _same_tokens_as_greedy(s: Subject, rows: list[list[int]], what: str, **kwargs: Any) -> dict:
+    import torch
+
+    ids, mask = left_pad(rows)
+    with torch.no_grad():
+        greedy = s.model.generate(ids, attention_mask=mask, do_sample=False, max_new_tokens=2 * WINDOW)
+        other = s.model.generate(ids, attention_mask=mask, do_sample=False, max_new_tokens=2 * WINDOW, **kwargs)
+    a, b = greedy[0, ids.shape[1]:].tolist(), other[0, ids.shape[1]:].tolist()
+    if a != b and not _tie(s.model, rows[0], a, b):
+        step = _first_diff(a, b)
+        raise DefectObserved(f"{what}: tokens differ from plain greedy from step {step}: {b} vs {a}", step=step)
+    return {"tokens": len(a)}
+
+
+def _first_diff(a: Sequence[int], b: Sequence[int]) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+def _tie(model: Any, prompt: list[int], a: list[int], b: list[int], margin: float = 1e-3) -> bool:
+    """Two continuations that part where the reference's top two logits are within ``margin`` (a numerical tie)."""
+    step = _first_diff(a, b)
+    if step >= min(len(a), len(b)):
+        return False
+    logits = reference_logits(model, prompt + a[:step])[-1]
+    return abs(float(logits[a[step]]) - float(logits[b[step]])) < margin
+
+
+def _close(actual: Any, expected: Any, what: str, step: int) -> float:
+    from .reference import max_diff
+
+    diff = max_diff(actual, expected)
+    if not diff <= ATOL:
+        raise DefectObserved(f"{what}: step {step}: max |logit diff| {diff:.3g} vs a no-cache forward",
+                             max_logit_diff=diff, step=step)
+    return diff
+
+
+# -- running ----------------------------------------------------------------------------------------------------
+def _short(exc: BaseException, limit: int = 160) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return text[:limit]
+
+
+def attempt(func: Scenario, subject: Subject) -> dict[str, Any]:
+    """Run one scenario: {"outcome": pass|defect|crash|skipped, ...figures}."""
+    import warnings
+
+    start = time.perf_counter()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            figures = func(subject)
+    except DefectObserved as exc:
+        out = {"outcome": "defect", "message": exc.message, **_json(exc.figures)}
+    except ProbeSkipped as exc:
+        out = {"outcome": "skipped", "message": str(exc)}
+    except Exception as exc:  # noqa: BLE001 - a crash is a finding unless the release says "not supported"
+        message = f"{type(exc).__name__}: {_short(exc)}"
+        if any(word in str(exc) for word in _UNSUPPORTED):
+            out = {"outcome": "skipped", "message": f"unsupported here: {message}"}
+        else:
+            frame = traceback.extract_tb(exc.__traceback__)[-1]
+            out = {"outcome": "crash", "message": f"{message} (at {frame.filename}:{frame.lineno})"}
+    else:
+        out = {"outcome": "pass", **_json(figures)}
+    out["seconds"] = round(time.perf_counter() - start, 3)
+    return out
+
+
+def _json(figures: dict) -> dict:
+    return {k: (float(v) if isinstance(v, float) else v) for k, v in figures.items()
+            if isinstance(v, (int, float, str, bool)) or v is None}
+
+
+_FAMILIES = {
+    "cached": ("prepare-inputs",),
+    "left-padded": ("padding", "prepare-inputs"),
+    "manual-loop": ("prepare-inputs",),
+}
+
+
+def explain(registry: Any, func: Scenario, subject: Subject, scenario_name: str) -> dict[str, Any]:
+    """Why a scenario failed: hf_genfix itself, a patch that is not installed, or nothing the catalog knows."""
+    from .._registry import INSTALLED
+
+    statuses = {s.id: s for s in registry.status()}
+    if any(s.state in INSTALLED for s in statuses.values()):
+        with registry.disabled():
+            if attempt(func, subject)["outcome"] == "pass":
+                return {"explained_by": None, "cause": "hf_genfix: passes with every patch off (a regression "
+                                                       "the patches introduce)"}
+    families = _FAMILIES.get(scenario_name, ("sliding-window", "prepare-inputs"))
+    manifests = {m.id: m for m in registry.manifests()}
+    for pid, status in statuses.items():
+        if status.state in INSTALLED or status.state in ("drift", "failed"):
+            continue
+        if manifests[pid].family not in families:
+            continue
+        with registry.forced(pid):
+            if attempt(func, subject)["outcome"] == "pass":
+                note = "" if status.state != "not-needed" else (
+                    f"; catalog wrong: its affected {status.affected!r} excludes this release")
+                return {"explained_by": pid, "cause": f"fixed by {pid} (state {status.state}){note}"}
+    return {"explained_by": None, "cause": "unknown"}
+
+
+def run_sweep(registry: Any = None, archs: Iterable[str] | None = None, scenarios: Iterable[str] | None = None,
+              budget_s: float | None = None) -> dict[str, Any]:
+    import hf_genfix
+
+    registry = registry or hf_genfix._default()
+    start = time.perf_counter()
+    names = list(scenarios or SCENARIOS)
+    bad = [n for n in names if n not in SCENARIOS]
+    if bad:
+        raise SystemExit(f"hf-genfix doctor --sweep: unknown scenario(s) {bad}; known: {list(SCENARIOS)}")
+    types = list(archs or decoder_only_types())
+    results: dict[str, Any] = {}
+    skipped: dict[str, str] = {}
+    unknown, explained, not_reached = [], [], []
+    for model_type in types:
+        if budget_s is not None and time.perf_counter() - start > budget_s:
+            not_reached.append(model_type)
+            continue
+        arch_start = time.perf_counter()
+        try:
+            subject = Subject(model_type)
+        except ProbeSkipped as exc:
+            skipped[model_type] = str(exc)
+            continue
+        except Exception as exc:  # noqa: BLE001
+            skipped[model_type] = f"cannot build: {type(exc).__name__}: {_short(exc)}"
+            continue
+        per = {}
+        for name in names:
+            func = SCENARIOS[name]
+            out = attempt(func, subject)
+            if out["outcome"] in ("defect", "crash"):
+                out.update(explain(registry, func, subject, name))
+                finding = {"arch": model_type, "scenario": name, "kind": out["outcome"],
+                           "step": out.get("step"), "row": out.get("row"),
+                           "max_logit_diff": out.get("max_logit_diff"), "message": out["message"],
+                           "cause": out["cause"], "explained_by": out["explained_by"]}
+                (explained if out["explained_by"] else unknown).append(finding)
+            per[name] = out
+        results[model_type] = {"seconds": round(time.perf_counter() - arch_start, 3), "scenarios": per}
+    return {
+        "seconds": round(time.perf_counter() - start, 3),
+        "scenarios": names,
+        "architectures": results,
+        "not_buildable": skipped,
+        "not_reached": not_reached,
+        "unknown": unknown,
+        "explained": explained,
+    }
+
+
+def render_text(sweep: dict[str, Any]) -> str:
+    archs = sweep["architectures"]
+    ran = sum(1 for a in archs.values() for o in a["scenarios"].values() if o["outcome"] != "skipped")
+    lines = [
+        f"sweep: {len(archs)} architectures x {len(sweep['scenarios'])} scenarios ({ran} runs) in "
+        f"{sweep['seconds']:.1f} s; {len(sweep['not_buildable'])} model types not buildable tiny"
+        + (f"; {len(sweep['not_reached'])} not reached within the budget" if sweep["not_reached"] else "")
+    ]
+    for label, items in (("UNKNOWN DEFECT", sweep["unknown"]), ("explained", sweep["explained"])):
+        for f in items:
+            where = f"step {f['step']}" if f.get("step") is not None else "-"
+            diff = f.get("max_logit_diff")
+            diff_text = f", logit diff {diff:.3g}" if isinstance(diff, (int, float)) else ""
+            lines.append(f"  {label}: {f['arch']} / {f['scenario']} ({f['kind']}, {where}{diff_text}): "
+                         f"{f['message']} [{f['cause']}]")
+    lines.append(f"sweep: {'FAILED' if sweep['unknown'] else 'OK'}: {len(sweep['unknown'])} unknown defect(s), "
+                 f"{len(sweep['explained'])} explained by the catalog")
+    return "\n".join(lines)

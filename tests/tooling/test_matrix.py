@@ -1,0 +1,154 @@
+"""scripts/matrix.py: the compat report, its disagreement check, the upgrade diff and the generated CI workflow.
+
+The report is tested on recorded doctor reports (fixtures/results, three releases of two fixture patches whose
+manifests are fixtures/patches) and on variants of them where the observation contradicts a manifest.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = Path(__file__).with_name("fixtures")
+RELEASES = ["4.57.6", "5.12.0", "5.14.0"]
+
+
+def _load_matrix():
+    spec = importlib.util.spec_from_file_location("genfix_matrix_script", ROOT / "scripts" / "matrix.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+matrix = _load_matrix()
+
+
+@pytest.fixture
+def results(tmp_path):
+    target = tmp_path / "results"
+    shutil.copytree(FIXTURES / "results", target)
+    return target
+
+
+def run_report(results_dir: Path, tmp_path: Path, expected=RELEASES) -> tuple[int, str, dict]:
+    md, data = tmp_path / "compat-matrix.md", tmp_path / "compat-matrix.json"
+    code = matrix.report(results_dir, md, data, expected=expected, patches_dir=FIXTURES / "patches")
+    return code, md.read_text(), json.loads(data.read_text())
+
+
+def edit(results_dir: Path, release: str, pid: str, **changes) -> None:
+    path = results_dir / f"tf-{release}.json"
+    report = json.loads(path.read_text())
+    (patch,) = [p for p in report["patches"] if p["id"] == pid]
+    for key, value in changes.items():
+        patch[key] = value
+    path.write_text(json.dumps(report))
+
+
+def test_recorded_results_agree_with_the_manifests(results, tmp_path, capsys):
+    code, md, data = run_report(results, tmp_path)
+    assert code == 0, capsys.readouterr().out
+    assert data["releases"] == RELEASES
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[3:-1]]
+            for line in md.splitlines() if line.startswith("| `")}
+    assert rows == {
+        "`fake-pad`": ["defect / fixed"] * 3,
+        "`fake-window`": ["not needed", "defect / fixed", "not needed"],
+    }
+    assert "Disagreements: 0." in md and "Do not edit by hand" in md
+
+
+def test_defect_outside_the_range_fails_the_report(results, tmp_path, capsys):
+    # 5.14.0 still shows the crash: the manifest's "<5.14.0" is wrong.
+    edit(results, "5.14.0", "fake-window", without={"outcome": "defect", "message": "ValueError: Cannot crop"},
+         verdict="catalog-wrong")
+    code, md, _ = run_report(results, tmp_path)
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "fake-window on transformers 5.14.0: defect observed, but affected '>=5.12.0,<5.14.0' excludes" in out
+    assert "**defect / catalog wrong**" in md and "Disagreements: 1." in md
+
+
+def test_range_wider_than_the_defect_fails_the_report(results, tmp_path, capsys):
+    edit(results, "5.12.0", "fake-window", without={"outcome": "pass"}, verdict="not-reproduced")
+    code, md, _ = run_report(results, tmp_path)
+    assert code == 1
+    assert "includes this release, but the probe sees no defect" in capsys.readouterr().out
+    assert "**no defect / range wrong**" in md
+
+
+@pytest.mark.parametrize("change, words", [
+    (dict(with_={"outcome": "defect", "message": "still wrong"}), "its probe still fails"),
+    (dict(without={"outcome": "error", "message": "KeyError"}), "the probe errored"),
+    (dict(affected=">=4.0"), "rerun tox -e tf-5.12.0"),
+])
+def test_other_failures_fail_the_report(results, tmp_path, capsys, change, words):
+    edit(results, "5.12.0", "fake-pad", **{k.rstrip("_"): v for k, v in change.items()})
+    code, _, _ = run_report(results, tmp_path)
+    assert code == 1 and words in capsys.readouterr().out
+
+
+def test_a_missing_release_fails_the_report(results, tmp_path, capsys):
+    code, _, _ = run_report(results, tmp_path, expected=RELEASES + ["5.24.0"])
+    assert code == 1 and "transformers 5.24.0: no doctor result" in capsys.readouterr().out
+
+
+def test_upgrade_changes_name_what_moved():
+    load = lambda v: matrix.digest(json.loads((FIXTURES / "results" / f"tf-{v}.json").read_text()))  # noqa: E731
+    old, new = load("5.12.0"), load("5.14.0")
+    found = matrix.changes(old, new)
+    assert "fake-window: stops applying (applied on 5.12.0 -> not-needed on 5.14.0)" in found
+    assert "fake-window: the defect no longer reproduces on 5.14.0 (fixed upstream?)" in found
+    assert any(line.startswith("fake-window: target drifted: transformers.cache_utils:DynamicSlidingWindowLayer"
+                               ".crop signature (self, max_length) -> (self, max_length, layer_idx)")
+               for line in found)
+    assert not any(line.startswith("fake-pad") for line in found)
+
+    regressed = copy.deepcopy(new)
+    regressed["patches"]["fake-pad"]["with"] = "defect"
+    regressed["patches"]["fake-window"]["without"] = "defect"
+    regressed["patches"]["fake-window"]["targets"] = {"transformers.cache_utils:DynamicSlidingWindowLayer.crop": None}
+    regressed["sweep_unknown"] = ["mistral / assisted"]
+    found = matrix.changes(old, regressed)
+    assert any(line.startswith("fake-pad: REGRESSION") for line in found)
+    assert "sweep: unknown defect on 5.14.0: mistral / assisted" in found
+    assert any("is gone on 5.14.0" in line for line in found)
+    assert matrix.changes(old, old) == []
+
+
+def test_release_list_comes_from_tox_ini():
+    releases = matrix.releases()
+    assert releases[0] == "4.46.3" and releases[-1] == "5.24.0" and len(releases) == len(set(releases)) >= 13
+    assert releases == sorted(releases, key=matrix.release_key)
+    assert matrix.expand("tf-{1.0, 2.0}") == ["tf-1.0", "tf-2.0"]
+    assert matrix.requirement("tf-5.12.0") == "transformers==5.12.0"
+    assert matrix.requirement("5.25.0rc1") == "transformers==5.25.0rc1"
+    assert matrix.requirement("./transformers-main.whl") == "./transformers-main.whl"
+
+
+def test_ci_workflow_is_generated_from_the_same_list():
+    assert matrix.workflow(check_only=True) == 0, "run: python scripts/matrix.py workflow"
+    text = matrix.WORKFLOW.read_text()
+    for release in matrix.releases():
+        assert f'"{release}"' in text
+
+
+def test_doctor_reports_feed_the_matrix(make_registry):
+    """What the doctor really writes (not a recorded fixture) has what digest() reads."""
+    pytest.importorskip("transformers")
+    from hf_genfix import doctor
+
+    report = json.loads(json.dumps(doctor.diagnose(make_registry("fixed-here", "unaffected-but-defect"))))
+    row = matrix.digest(report)
+    assert row["transformers"] == report["transformers"]
+    for p in report["patches"]:
+        assert set(row["patches"][p["id"]]) == {"state", "affected", "without", "with", "verdict", "message",
+                                                "targets"}
+    assert row["patches"]["fixed-here"]["without"] == "defect" and row["patches"]["fixed-here"]["with"] == "pass"
+    assert row["patches"]["unaffected-but-defect"]["verdict"] == "catalog-wrong"
