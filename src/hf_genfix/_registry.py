@@ -215,7 +215,7 @@ class Registry:
         return [e.manifest for e in self._entries.values()]
 
     # -- deciding -------------------------------------------------------------------------------------------
-    def _wanted(self, entry: _Entry, version: str | None) -> tuple[bool, str, str]:
+    def _wanted(self, entry: _Entry, version: str | None, trigger: str = "") -> tuple[bool, str, str]:
         """(install?, state if not installed or state to record when installed, reason)."""
         m = entry.manifest
         toggle = self.config.toggle(m.id)
@@ -232,7 +232,7 @@ class Registry:
             return False, DISABLED, "reverted by hf_genfix.revert()"
         if any(m.id in s for s in self._suppressed):
             return False, DISABLED, "inside hf_genfix.disabled()"
-        waiting = [mod for mod in m.target_modules if mod not in sys.modules]
+        waiting = [mod for mod in m.target_modules if not _imported(mod, trigger)]
         if waiting:
             return False, PENDING, "waiting for " + " and ".join(waiting)
         if entry.sticky:
@@ -244,7 +244,7 @@ class Registry:
     def _reconcile(self, trigger: str) -> None:
         with self._lock:
             version = transformers_version()
-            wants = {pid: self._wanted(e, version) for pid, e in self._entries.items()}
+            wants = {pid: self._wanted(e, version, trigger) for pid, e in self._entries.items()}
             keep = 0
             while keep < len(self._stack) and wants[self._stack[keep]][0]:
                 keep += 1
@@ -309,6 +309,16 @@ class Registry:
             by_state.setdefault(self._entries[pid].state, []).append(pid)
         parts = [f"{state}: {', '.join(ids)}" for state, ids in sorted(by_state.items())]
         log.info("hf_genfix on transformers %s (import of %s): %s", version, trigger, "; ".join(parts))
+
+
+def _imported(name: str, trigger: str) -> bool:
+    """Whether module ``name`` has finished executing. A module still initializing (another hook fired while it
+    was importing, e.g. tokenization_auto importing generation.utils on 5.0) lacks its later attributes; its own
+    hook (``trigger``) runs once its body is done, while importlib still marks it initializing."""
+    module = sys.modules.get(name)
+    if module is None:
+        return False
+    return name == trigger or not getattr(getattr(module, "__spec__", None), "_initializing", False)
 
 
 def _parse_version(version: str | None) -> Any:
