@@ -10,6 +10,7 @@ reads it from there.
                                                        # a range that disagrees with what was observed
     python scripts/matrix.py upgrade-check 5.25.0      # install it, run doctor --sweep, diff vs the newest release
     python scripts/matrix.py workflow [--check]        # (re)write .github/workflows/matrix.yml from the list
+    python scripts/matrix.py ci-envs                   # the oldest, middle and newest envs, for .ci/run
 
 It uses the standard library only (plus hf_genfix's manifest loader for ``report``), so ``tox -e report`` needs
 neither torch nor transformers.
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import configparser
 import json
+import os
 import re
 import subprocess
 import sys
@@ -73,6 +75,13 @@ def releases(tox_ini: Path = TOX_INI) -> list[str]:
     return [name[len(ENV_PREFIX):] for name in env_names(tox_ini) if name.startswith(ENV_PREFIX)]
 
 
+def ci_envs(tox_ini: Path = TOX_INI) -> list[str]:
+    """The oldest, the middle and the newest release of the matrix: what a quick CI run covers."""
+    ordered = sorted(releases(tox_ini), key=release_key)
+    picks = [ordered[0], ordered[len(ordered) // 2], ordered[-1]]
+    return [ENV_PREFIX + v for v in dict.fromkeys(picks)]
+
+
 def release_key(version: str) -> tuple:
     from packaging.version import Version
 
@@ -85,10 +94,52 @@ def requirement(spec: str) -> str:
     return f"transformers=={spec}" if _VERSION.match(spec) else spec
 
 
-def install(spec: str) -> int:
+def install(spec: str, torch_dir: Path | None = None, torch_spec: str | None = None) -> int:
+    """Into this python: the shared torch (see ``shared_torch``), then transformers for ``spec``."""
+    if torch_dir is not None:
+        code = shared_torch(Path(torch_dir), torch_spec if torch_spec is not None else TORCH_DEFAULT)
+        if code:
+            return code
     req = requirement(spec)
     print(f"matrix: pip install {req}", flush=True)
     return subprocess.call([sys.executable, "-m", "pip", "install", "--quiet", req])
+
+
+TORCH_DEFAULT = "torch==2.13.0"
+
+
+def shared_torch(root: Path, torch_spec: str) -> int:
+    """One torch for every env: installed once with ``pip install --target`` and linked in by a .pth file.
+
+    A CPU torch is ~900 MB installed and a minute to unpack; thirteen copies would cost a quarter of an hour and
+    12 GB. ``torch_spec`` is any pip requirement (GENFIX_TORCH); empty means "do not install torch here" (use
+    one the env already has). Parallel envs (``tox p``) wait on a lock while the first one installs.
+    """
+    import sysconfig
+
+    if not torch_spec.strip():
+        return 0
+    slug = re.sub(r"[^A-Za-z0-9.]+", "_", torch_spec.strip())
+    target = root / slug
+    done = target / ".genfix-complete"
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f"{slug}.lock", "w") as lock:
+        try:
+            import fcntl
+
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        except ImportError:  # pragma: no cover - no flock on Windows: run the envs one at a time there
+            pass
+        if not done.exists():
+            print(f"matrix: pip install --target {target} {torch_spec} (once for all envs)", flush=True)
+            code = subprocess.call([sys.executable, "-m", "pip", "install", "--quiet", "--target", str(target),
+                                    torch_spec])
+            if code:
+                return code
+            done.write_text(torch_spec + "\n")
+    pth = Path(sysconfig.get_paths()["purelib"]) / "genfix_shared_torch.pth"
+    pth.write_text(str(target) + "\n")
+    return 0
 
 
 # -- reading doctor reports -------------------------------------------------------------------------------------
@@ -117,7 +168,9 @@ def digest(report: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"transformers": report.get("transformers"), "torch": report.get("torch"),
                            "patches": patches}
     if report.get("sweep") is not None:
-        out["sweep_unknown"] = sorted(_defect_key(d) for d in report["sweep"].get("unknown", []))
+        sweep = report["sweep"]
+        out["sweep_unknown"] = sorted([_defect_key(d) for d in sweep.get("unknown", [])]
+                                      + [f"{arch} / every scenario" for arch in sweep.get("unusable", {})])
     return out
 
 
@@ -288,8 +341,8 @@ def baseline(results: Path = RESULTS, data: Path = MATRIX_JSON, tox_ini: Path = 
     return recorded["results"][newest]
 
 
-def upgrade_check(spec: str, results: Path = RESULTS, sweep: bool = True) -> int:
-    if install(spec) != 0:
+def upgrade_check(spec: str, results: Path = RESULTS, sweep: bool = True, torch_dir: Path | None = None) -> int:
+    if install(spec, torch_dir, os.environ.get("GENFIX_TORCH")) != 0:
         print(f"matrix: could not install {requirement(spec)} (is it released on your package index?)")
         return 2
     out = Path(results) / f"upgrade-{re.sub(r'[^A-Za-z0-9.]+', '_', spec)}.json"
@@ -381,12 +434,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("releases")
+    sub.add_parser("ci-envs")
     p = sub.add_parser("install")
     p.add_argument("spec", help="tf-X, X, or any pip requirement for transformers")
+    p.add_argument("--torch-dir", type=Path, help="where the torch shared by every env is installed")
     p = sub.add_parser("report")
     p.add_argument("--results", type=Path, default=RESULTS)
     p = sub.add_parser("upgrade-check")
     p.add_argument("spec", help="the transformers release to check, e.g. 5.25.0")
+    p.add_argument("--torch-dir", type=Path, help="where the torch shared by every env is installed")
     p.add_argument("--no-sweep", action="store_true")
     p.add_argument("--results", type=Path, default=RESULTS)
     p = sub.add_parser("workflow")
@@ -395,12 +451,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "releases":
         print("\n".join(releases()))
         return 0
+    if args.command == "ci-envs":
+        print(",".join(ci_envs()))
+        return 0
     if args.command == "install":
-        return install(args.spec)
+        return install(args.spec, args.torch_dir, os.environ.get("GENFIX_TORCH"))
     if args.command == "report":
         return report(args.results)
     if args.command == "upgrade-check":
-        return upgrade_check(args.spec, args.results, sweep=not args.no_sweep)
+        return upgrade_check(args.spec, args.results, sweep=not args.no_sweep, torch_dir=args.torch_dir)
     return workflow(args.check)
 
 

@@ -239,19 +239,27 @@ def import_targets(registry: Any) -> str | None:
 
 
 @contextlib.contextmanager
-def quiet_transformers() -> Iterator[None]:
-    """Keep transformers' own log lines (padding warnings the probes provoke on purpose) out of the report."""
+def quiet_logs() -> Iterator[None]:
+    """Keep the log lines probes provoke on purpose (transformers' padding warnings, the pad-token patch's notice)
+    out of the report; restored afterwards."""
+    import logging
+
+    ours = logging.getLogger("hf_genfix")
+    our_level = ours.level
+    ours.setLevel(logging.ERROR)
     try:
         from transformers.utils import logging as tlog
-    except Exception:  # noqa: BLE001 - no transformers, nothing to quieten
-        yield
-        return
-    level = tlog.get_verbosity()
-    tlog.set_verbosity_error()
+    except Exception:  # noqa: BLE001 - no transformers, nothing else to quieten
+        tlog = None
+    level = tlog.get_verbosity() if tlog else None
+    if tlog:
+        tlog.set_verbosity_error()
     try:
         yield
     finally:
-        tlog.set_verbosity(level)
+        ours.setLevel(our_level)
+        if tlog:
+            tlog.set_verbosity(level)
 
 
 def diagnose(registry: Any = None, only: Sequence[str] = ()) -> dict[str, Any]:
@@ -268,7 +276,7 @@ def diagnose(registry: Any = None, only: Sequence[str] = ()) -> dict[str, Any]:
         raise SystemExit(f"hf-genfix doctor: unknown patch id(s) {unknown}; known: {sorted(manifests)}")
     patches: list[PatchReport] = []
     if version is not None:
-        with quiet_transformers():
+        with quiet_logs():
             for status in registry.status():
                 if only and status.id not in only:
                     continue
@@ -368,11 +376,11 @@ def main(argv: Sequence[str] | None = None, registry: Any = None) -> int:
     if args.sweep and report["transformers"] is not None:
         from .oracles import sweep as sweep_mod
 
-        with quiet_transformers():
+        with quiet_logs():
             report["sweep"] = sweep_mod.run_sweep(
                 registry, archs=args.arch or None, scenarios=args.scenario or None, budget_s=args.sweep_budget,
             )
-        if report["sweep"]["unknown"]:
+        if sweep_mod.failed(report["sweep"]):
             exit_code = 1
     if args.output:
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)

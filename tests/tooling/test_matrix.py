@@ -127,6 +127,8 @@ def test_release_list_comes_from_tox_ini():
     assert releases[0] == "4.46.3" and releases[-1] == "5.24.0" and len(releases) == len(set(releases)) >= 13
     assert releases == sorted(releases, key=matrix.release_key)
     assert matrix.expand("tf-{1.0, 2.0}") == ["tf-1.0", "tf-2.0"]
+    oldest, middle, newest = matrix.ci_envs()
+    assert (oldest, newest) == ("tf-" + releases[0], "tf-" + releases[-1]) and middle in ["tf-" + r for r in releases]
     assert matrix.requirement("tf-5.12.0") == "transformers==5.12.0"
     assert matrix.requirement("5.25.0rc1") == "transformers==5.25.0rc1"
     assert matrix.requirement("./transformers-main.whl") == "./transformers-main.whl"
