@@ -13,7 +13,7 @@ from hf_genfix import doctor  # noqa: E402
 from hf_genfix._config import Config  # noqa: E402
 from hf_genfix._registry import Registry  # noqa: E402
 
-from doctor_fixture import CASES, PKG  # noqa: E402
+from doctor_fixture import CASES, PKG, make_registry  # noqa: E402,F401 - make_registry is a fixture
 
 
 @pytest.mark.parametrize("pid", sorted(CASES))

@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from doctor_fixture import make_registry  # noqa: F401 - a fixture
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).with_name("fixtures")

@@ -11,6 +11,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from doctor_fixture import make_registry  # noqa: E402,F401 - a fixture
 from hf_genfix.oracles import DefectObserved, sweep  # noqa: E402
 
 
