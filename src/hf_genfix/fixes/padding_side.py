@@ -1,0 +1,113 @@
+"""padding-side: 5.x loads some decoder repos with padding side 'right' where 4.x gave 'left'.
+
+The defect. On 4.x ``AutoTokenizer`` instantiates the class the repo names in ``tokenizer_config.json``
+(``tokenizer_class``), and that class's ``padding_side`` is the default: ``LlamaTokenizerFast``,
+``GemmaTokenizerFast``, ``CodeLlamaTokenizerFast``, ``CohereTokenizerFast`` say 'left'. 5.x sometimes loads the
+generic ``TokenizersBackend`` instead, whose default is 'right', without the repo asking for it:
+
+- a Llama-2-style repo (``model_type`` llama, ``LlamaTokenizer[Fast]``): on 5.0-5.2 "llama" has no entry in
+  ``TOKENIZER_MAPPING_NAMES``, and ``AutoTokenizer`` reads the missing entry as "the repo names another class
+  than its model type's" and falls back to ``TokenizersBackend`` (5.3 added the ``is not None`` guard);
+- a Mistral-style repo (``model_type`` mistral with ``LlamaTokenizer``): the mapping says ``TokenizersBackend``
+  (or ``MistralCommonBackend``, which is 'left', when mistral-common is installed), which differs from the
+  named class, so every 5.x release takes the same fallback;
+- from 5.3 the model types in ``MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS`` (e.g. phi3, whose repos name
+  ``LlamaTokenizer``) are forced to ``TokenizersBackend`` too.
+A right-padded batch then reaches ``generate()`` (see ``right-padding``) in code that was correct on 4.x.
+
+Detection and correction. After ``AutoTokenizer.from_pretrained`` returns, when the loaded tokenizer is not an
+instance of the class the repo names, the padding side becomes that class's default. Never when the caller
+passed ``padding_side=`` (or ``tokenizer_type=``, which chooses the class), and never when the repo's
+``tokenizer_config.json`` sets ``padding_side``: an explicit choice is kept on every release. Tokenizers whose
+class was honoured are untouched, so the patch changes nothing where 5.x agrees with 4.x.
+
+Training. The patch cannot tell a tokenizer loaded for training from one loaded for generation (it is the same
+call), and it does touch both, because the evidence says that is safe: it only ever restores the side 4.x gave
+the same repo, which training code written for 4.x already lived with, and for the model families concerned
+(Llama, Mistral, Gemma: rotary positions) a left-padded training batch gives the per-row loss of the unpadded
+rows, as the right-padded one does (``tests/padding/test_training.py`` measures both in float32). Trainers
+that want right padding (e.g. TRL's SFT collators) set it themselves, and an explicit setting always wins.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ._tokenizer_load import repo_of, tokenizer_config
+
+FROM_PRETRAINED = "transformers.models.auto.tokenization_auto:AutoTokenizer.from_pretrained"
+
+log = logging.getLogger("hf_genfix")
+
+
+def install(patcher: Any) -> None:
+    patcher.require("transformers.models.auto.tokenization_auto:get_tokenizer_config")
+    patcher.require("transformers.models.auto.tokenization_auto:tokenizer_class_from_name")
+    patcher.wrap(FROM_PRETRAINED, _from_pretrained)
+
+
+def _from_pretrained(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+    tokenizer = wrapped(*args, **kwargs)
+    if "padding_side" in kwargs or kwargs.get("tokenizer_type") is not None:
+        return tokenizer
+    repo = repo_of(args, kwargs)
+    try:
+        named = _substituted_class(tokenizer, repo, kwargs)
+    except Exception:  # noqa: BLE001 - a failed guess must never fail the user's load
+        log.debug("hf_genfix padding-side: could not decide for %r", repo, exc_info=True)
+        return tokenizer
+    side = getattr(named, "padding_side", None) if named is not None else None
+    if side in ("left", "right") and side != tokenizer.padding_side:
+        log.info(
+            "hf_genfix padding-side: %s loaded as %s (padding side %r) although it names %s, whose default "
+            "(the 4.x side) is %r: using %r",
+            repo, type(tokenizer).__name__, tokenizer.padding_side, named.__name__, side, side,
+        )
+        tokenizer.padding_side = side
+    return tokenizer
+
+
+def _substituted_class(tokenizer: Any, repo: Any, kwargs: dict) -> type | None:
+    """The class the repo names when the loaded tokenizer is not one, and neither the repo's config nor the
+    caller chose a padding side; else None."""
+    if repo is None or "padding_side" in (getattr(tokenizer, "init_kwargs", None) or {}):
+        return None
+    config = tokenizer_config(repo, kwargs)
+    if "padding_side" in config:
+        return None
+    named = _named_class(config.get("tokenizer_class"))
+    if named is None or isinstance(tokenizer, named):
+        return None
+    return named
+
+
+def _named_class(name: Any) -> type | None:
+    """The class the repo names, as 4.x would have loaded it (the Fast variant first)."""
+    if not isinstance(name, str) or not name:
+        return None
+    from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
+
+    base = name[: -len("Fast")] if name.endswith("Fast") else name
+    for candidate in (base + "Fast", base):
+        try:
+            cls = tokenizer_class_from_name(candidate)
+            # A placeholder for a class whose backend (e.g. sentencepiece) is missing raises on attribute access.
+            if isinstance(cls, type) and getattr(cls, "padding_side", None) in ("left", "right"):
+                return cls
+        except Exception:  # noqa: BLE001
+            continue
+    return None
+
+
+def probe() -> dict[str, Any]:
+    """Llama-2-style and Mistral-style local repos (no padding_side in their config) load with the 4.x side."""
+    from hf_genfix.oracles.padding import PADDING_SIDE_4X, check_padding_side
+    from hf_genfix.oracles.tokenizers import load_tokenizer
+
+    figures = {}
+    for layout in ("llama2", "mistral"):
+        tokenizer = load_tokenizer(layout)
+        check_padding_side(tokenizer, PADDING_SIDE_4X[layout], f"{layout}-style repo")
+        figures[layout] = tokenizer.padding_side
+    return figures

@@ -1,0 +1,31 @@
+"""Tiny models shared by the padding tests (built once per session; float32, eval mode)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+_models: dict = {}
+
+
+def model_of(arch: str, **overrides):
+    """The tiny ``arch`` model (oracles.tiny), cached; ``ProbeSkipped`` becomes a skip with its reason."""
+    from hf_genfix.oracles import ProbeSkipped, tiny_model
+
+    key = (arch, tuple(sorted(overrides.items())))
+    if key not in _models:
+        try:
+            _models[key] = tiny_model(arch, **overrides)
+        except ProbeSkipped as exc:
+            pytest.skip(str(exc))
+    return _models[key]
+
+
+@pytest.fixture(autouse=True)
+def _patches_loaded():
+    # Import every target module, so each patch is decided (applied / not-needed) before a test runs.
+    from hf_genfix.cli import load_targets
+
+    load_targets()
