@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import hf_genfix
-from conftest import model_of
+from padding_models import model_of, patches_decided  # noqa: F401 (autouse fixture)
 from hf_genfix.fixes import right_padding
 from hf_genfix.oracles import DefectObserved, check_rows_against_reference, generate_steps, reference_logits
 from hf_genfix.oracles.generation import left_pad, right_pad

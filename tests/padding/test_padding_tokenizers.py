@@ -14,7 +14,7 @@ import transformers
 from packaging.version import Version
 
 import hf_genfix
-from conftest import model_of
+from padding_models import model_of, patches_decided  # noqa: F401 (autouse fixture)
 from hf_genfix.oracles import check_rows_against_reference, generate_steps
 from hf_genfix.oracles.padding import PADDING_SIDE_4X, check_can_pad
 from hf_genfix.oracles.tokenizers import LAYOUTS, load_tokenizer, special_ids

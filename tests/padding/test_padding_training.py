@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import hf_genfix
-from conftest import model_of
+from padding_models import model_of, patches_decided  # noqa: F401 (autouse fixture)
 from hf_genfix.oracles import reference_logits
 from hf_genfix.oracles.generation import left_pad, right_pad
 from hf_genfix.oracles.padding import ragged_rows

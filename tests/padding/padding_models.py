@@ -1,4 +1,8 @@
-"""Tiny models shared by the padding tests (built once per session; float32, eval mode)."""
+"""Tiny models shared by the padding tests (built once per session; float32, eval mode).
+
+Not a conftest.py: a second module named ``conftest`` would shadow tests/conftest.py for ``from conftest import``.
+Test modules import ``model_of`` and the autouse fixture ``patches_decided`` from here.
+"""
 
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ def model_of(arch: str, **overrides):
 
 
 @pytest.fixture(autouse=True)
-def _patches_loaded():
+def patches_decided():
     # Import every target module, so each patch is decided (applied / not-needed) before a test runs.
     from hf_genfix.cli import load_targets
 
