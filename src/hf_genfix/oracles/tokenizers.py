@@ -67,7 +67,8 @@ LAYOUTS: dict[str, Layout] = {
     for layout in (
         Layout("llama3", "llama", "PreTrainedTokenizerFast", "byte",
                ("<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"),
-               bos="<|begin_of_text|>", eos="<|end_of_text|>", add_bos=True, architecture="LlamaForCausalLM"),
+               bos="<|begin_of_text|>", eos="<|end_of_text|>", add_bos=True, architecture="LlamaForCausalLM",
+               extra_config={"model_input_names": ["input_ids", "attention_mask"]}),
         Layout("llama2", "llama", "LlamaTokenizerFast", "metaspace", ("<unk>", "<s>", "</s>"),
                bos="<s>", eos="</s>", unk="<unk>", add_bos=True, architecture="LlamaForCausalLM",
                extra_config={"legacy": False, "add_eos_token": False}),
