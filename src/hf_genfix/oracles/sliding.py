@@ -1,0 +1,198 @@
+"""Sliding-window oracles: tiny models with a window of 8, and the checks the sliding-window family shares.
+
+Built on ``generation.py`` (``left_pad``, ``generate_steps``, ``check_rows_against_reference``). Two oracles:
+
+- ``check_past_window``: every step of a cached ``generate()`` (batch 1 or a left-padded batch) against one
+  no-cache forward of each row's final sequence (float32, atol 1e-4);
+- ``check_same_as_greedy``: a decoding mode that drafts and rewinds the cache (assisted decoding with an
+  n-token draft, prompt lookup, Gemma-4 MTP drafting) gives exactly the tokens of plain greedy decoding, and its
+  per-step logits match the same no-cache forward.
+
+``sliding_model(name)`` builds the architectures the family is checked on (``MODELS``), each with
+``sliding_window=8`` and, where the architecture mixes them, one sliding and one full-attention layer, so that a
+few dozen tokens go well past the window. ``held_tokens(cache)`` says how many tokens each cache layer keeps
+(the memory side of the family).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Sequence
+
+from .generation import Rows, check_rows_against_reference, generate_steps, left_pad
+from .outcome import DefectObserved, ProbeSkipped
+from .tiny import tiny_config, tiny_model
+
+WINDOW = 8
+
+_S, _F = "sliding_attention", "full_attention"
+_GEMMA4 = dict(head_dim=8, global_head_dim=8, hidden_size_per_layer_input=8, vocab_size_per_layer_input=128)
+
+# name -> (model_type, config overrides on top of oracles.tiny and sliding_window=WINDOW). Hybrid architectures
+# get an explicit layer_types so that the tiny model has both kinds of layer (their default patterns would give
+# two sliding layers). Gemma-4 "shared-kv" is the small-model layout (the last layers reuse earlier layers' KV);
+# plain "gemma4" is the large-model layout (num_kv_shared_layers=0).
+MODELS: dict[str, tuple[str, dict[str, Any]]] = {
+    "mistral": ("mistral", {}),
+    "qwen2": ("qwen2", dict(use_sliding_window=True, max_window_layers=1, layer_types=[_F, _S])),
+    "qwen3": ("qwen3", dict(use_sliding_window=True, max_window_layers=1, layer_types=[_F, _S])),
+    "gemma2": ("gemma2", dict(layer_types=[_S, _F])),
+    "gemma3": ("gemma3_text", dict(layer_types=[_S, _F])),
+    "gemma4": ("gemma4_text", dict(_GEMMA4, layer_types=[_S, _F])),
+    "gemma4-shared-kv": ("gemma4_text", dict(_GEMMA4, num_hidden_layers=4, num_kv_shared_layers=2,
+                                             layer_types=[_S, _F, _S, _F])),
+    "cohere2": ("cohere2", dict(layer_types=[_S, _F])),
+    "gpt-oss": ("gpt_oss", dict(head_dim=8, num_local_experts=4, num_experts_per_tok=2, layer_types=[_S, _F])),
+}
+
+
+def sliding_model(name: str, attn: str = "eager", seed: int = 0, window: int = WINDOW, **overrides: Any) -> Any:
+    """The tiny model ``MODELS[name]`` with ``sliding_window=window`` (``ProbeSkipped`` where it cannot exist)."""
+    model_type, defaults = MODELS[name]
+    kwargs = dict(defaults, sliding_window=window, **overrides)
+    if attn != "eager":
+        kwargs["attn_implementation"] = attn
+    try:
+        return tiny_model(model_type, seed=seed, **kwargs)
+    except ProbeSkipped:
+        raise
+    except (ValueError, ImportError) as exc:  # e.g. an attention implementation this release lacks for the model
+        raise ProbeSkipped(f"{name} with {attn} attention cannot be built here: {exc}") from exc
+
+
+def gemma4_drafter(target: Any, seed: int = 1, window: int = WINDOW) -> Any:
+    """A tiny Gemma-4 assistant (MTP drafter) for ``target``, a Gemma-4 model from ``sliding_model`` (same window)."""
+    import torch
+
+    try:
+        from transformers import Gemma4AssistantConfig, Gemma4AssistantForCausalLM
+    except ImportError as exc:
+        raise ProbeSkipped("this release has no Gemma-4 assistant (MTP drafter)") from exc
+    # The drafter attends to the target's KV states: same head sizes. They are taken from _GEMMA4 rather than
+    # from the target's config, whose per-layer attributes (5.15+) are not plain attributes any more.
+    text = tiny_config(
+        "gemma4_text", sliding_window=window, num_hidden_layers=2, layer_types=[_S, _F],
+        head_dim=_GEMMA4["head_dim"], global_head_dim=_GEMMA4["global_head_dim"], hidden_size_per_layer_input=0,
+        vocab_size_per_layer_input=0, num_kv_shared_layers=2,
+    )
+    config = Gemma4AssistantConfig(text_config=text.to_dict(), backbone_hidden_size=target.config.hidden_size,
+                                   num_centroids=8, centroid_intermediate_top_k=2)
+    config._attn_implementation = getattr(target.config, "_attn_implementation", None) or "eager"
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        return Gemma4AssistantForCausalLM(config).float().eval()
+
+
+def drafting(assistant: Any, tokens: int) -> dict[str, Any]:
+    """``generate()`` arguments for assisted decoding whose drafts are exactly ``tokens`` long.
+
+    The draft length is read from the assistant's generation config; the default "heuristic" schedule changes it
+    every round, and the default confidence threshold (0.4 from 4.47) stops a random tiny drafter after one token.
+    """
+    gc = assistant.generation_config
+    gc.num_assistant_tokens = tokens
+    gc.num_assistant_tokens_schedule = "constant"
+    gc.assistant_confidence_threshold = 0.0
+    return {"assistant_model": assistant}
+
+
+def prompts(*lengths: int, seed: int = 0) -> list[list[int]]:
+    """Deterministic prompts of ordinary ids (3..127: never pad, bos or eos) for the tiny models' vocabulary."""
+    rng = random.Random(seed)
+    return [[rng.randrange(3, 128) for _ in range(n)] for n in lengths]
+
+
+def check_past_window(
+    model: Any, rows: Rows, max_new_tokens: int, what: str, **generate_kwargs: Any
+) -> dict[str, Any]:
+    """Greedy ``generate()`` on the left-padded ``rows``; every row and step against one no-cache forward of the row.
+
+    Rows run to ``max_new_tokens`` (no eos stops them), so ``len(row) + max_new_tokens`` is how far past the window
+    the run goes.
+    """
+    ids, mask = left_pad(rows)
+    kwargs: dict[str, Any] = dict(pad_token_id=0, eos_token_id=None)
+    kwargs.update(generate_kwargs)
+    run = generate_steps(model, ids, mask, max_new_tokens=max_new_tokens, **kwargs)
+    _ran_to_the_end(run, max_new_tokens, what)
+    figures = check_rows_against_reference(model, rows, run, what, eos_token_id=[])
+    figures.update(rows=len(rows), tokens=ids.shape[1] + max_new_tokens)
+    return figures
+
+
+def check_same_as_greedy(
+    model: Any, row: Sequence[int], max_new_tokens: int, what: str, **decoding_kwargs: Any
+) -> dict[str, Any]:
+    """``decoding_kwargs`` (an assistant, prompt lookup, ...) give exactly plain greedy's tokens for ``row``.
+
+    Plain greedy is itself checked against the no-cache reference first (so that equality means something), then
+    the mode's tokens must equal greedy's and the mode's per-step logits must match the same reference. The eos id
+    is one that plain greedy never produces (prompt lookup needs an eos id on some releases), so both runs go to
+    ``max_new_tokens``.
+    """
+    import torch
+
+    rows = [list(row)]
+    ids, mask = left_pad(rows)
+    greedy = generate_steps(model, ids, mask, max_new_tokens=max_new_tokens, pad_token_id=0, eos_token_id=None)
+    _ran_to_the_end(greedy, max_new_tokens, f"{what} (plain greedy)")
+    figures = check_rows_against_reference(model, rows, greedy, f"{what}: plain greedy", eos_token_id=[])
+    eos = _unused_token(model, greedy.sequences[0].tolist())
+    run = generate_steps(model, ids, mask, max_new_tokens=max_new_tokens, pad_token_id=0, eos_token_id=eos,
+                         **decoding_kwargs)
+    expected, actual = greedy.new_tokens(0), run.new_tokens(0)
+    if actual != expected:
+        step = next((i for i, (a, b) in enumerate(zip(actual, expected)) if a != b), min(len(actual), len(expected)))
+        raise DefectObserved(
+            f"{what}: tokens differ from plain greedy from step {step} ({len(actual)} vs {len(expected)} tokens)",
+            step=step,
+        )
+    if run.step_logits and torch.is_tensor(run.step_logits[0]):
+        mode = check_rows_against_reference(model, rows, run, what, eos_token_id=[])
+        figures["max_logit_diff"] = max(figures["max_logit_diff"], mode["max_logit_diff"])
+    figures.update(tokens=ids.shape[1] + max_new_tokens)
+    return figures
+
+
+def probe_assisted(draft_tokens: int, known: tuple[type, str], name: str = "mistral", prompt: int = 12,
+                   new_tokens: int = 2 * WINDOW) -> dict[str, Any]:
+    """The probe of a drafting defect: ``check_same_as_greedy`` for assisted decoding of ``name`` with
+    ``draft_tokens``-token drafts from a second model of the same type (another seed). The exception the defect is
+    known by -- ``known`` = (type, a substring of its message) -- is raised again as ``DefectObserved``."""
+    target, drafter = sliding_model(name), sliding_model(name, seed=1)
+    what = f"assisted decoding with {draft_tokens}-token drafts, {prompt} + {new_tokens} tokens, window {WINDOW}"
+    try:
+        return check_same_as_greedy(target, prompts(prompt)[0], new_tokens, what, **drafting(drafter, draft_tokens))
+    except known[0] as exc:
+        if known[1] not in str(exc):
+            raise
+        raise DefectObserved(f"{what}: {type(exc).__name__}: {exc}") from exc
+
+
+def held_tokens(cache: Any) -> list[int]:
+    """How many tokens each layer of ``cache`` holds (its key tensor's sequence length; 0 for an empty layer)."""
+    layers = getattr(cache, "layers", None)
+    if layers is not None:
+        keys = [getattr(layer, "keys", None) for layer in layers]
+    elif hasattr(cache, "key_cache"):
+        keys = list(cache.key_cache)
+    else:
+        keys = [kv[0] for kv in cache]
+    return [int(k.shape[-2]) if k is not None and getattr(k, "dim", lambda: 0)() >= 2 else 0 for k in keys]
+
+
+def _ran_to_the_end(run: Any, max_new_tokens: int, what: str) -> None:
+    got = run.sequences.shape[1] - run.prompt_width
+    if got != max_new_tokens:
+        raise DefectObserved(f"{what}: generate() stopped after {got} of {max_new_tokens} new tokens")
+
+
+def _unused_token(model: Any, sequence: Sequence[int]) -> int:
+    """An ordinary id absent from ``sequence``: as eos it never stops a run that reproduces ``sequence``."""
+    vocab = int(model.config.get_text_config().vocab_size if hasattr(model.config, "get_text_config")
+                else model.config.vocab_size)
+    seen = set(sequence)
+    for token in range(vocab - 1, 2, -1):
+        if token not in seen:
+            return token
+    raise ProbeSkipped("every id of the tiny vocabulary occurs in the run: no id is free to serve as eos")

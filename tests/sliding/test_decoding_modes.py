@@ -1,0 +1,157 @@
+"""Decoding modes that rewind or chunk a sliding-window cache, far past the window, on the installed release.
+
+With hf_genfix active (its patches decided for this release), on tiny models with ``sliding_window=8``:
+
+- assisted decoding with 1- and 5-token drafts, prompt lookup and Gemma-4 MTP drafting give exactly plain
+  greedy's tokens, and their per-step logits match a no-cache forward of the final sequence
+  (``oracles.sliding.check_same_as_greedy``);
+- chunked prefill (batch 1 and a left-padded batch of 3) matches the no-cache forward at every step
+  (``oracles.sliding.check_past_window``).
+
+Runs go 3x to 16x past the window, with eager and sdpa attention. The patches that make this hold are
+sliding-window-dynamic-full (5.12-5.13), sliding-window-rollback-cache (4.56, 5.0), sliding-window-draft-keys
+(5.15-5.17) and sliding-window-prefill-chunks (5.0-5.2); a scenario the release cannot run is skipped with the
+reason.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from hf_genfix.oracles import ProbeSkipped  # noqa: E402
+from hf_genfix.oracles import sliding as sw  # noqa: E402
+
+W = sw.WINDOW
+_models: dict = {}
+
+
+@pytest.fixture(autouse=True)
+def _patches_decided():
+    from hf_genfix.cli import load_targets
+
+    load_targets()
+
+
+def model(name: str, attn: str = "eager", seed: int = 0):
+    key = (name, attn, seed)
+    if key not in _models:
+        try:
+            _models[key] = sw.sliding_model(name, attn=attn, seed=seed)
+        except ProbeSkipped as exc:
+            pytest.skip(str(exc))
+    return _models[key]
+
+
+def _release():
+    from packaging.version import Version
+
+    return Version(Version(transformers.__version__).base_version)
+
+
+def _skip_unsupported(exc: Exception) -> None:
+    """A release that refuses the mode for this architecture (its own words) is a skip, anything else fails."""
+    words = ("not supported", "is not supported", "only supported", "does not support", "not compatible")
+    if any(w in str(exc) for w in words):
+        pytest.skip(f"this release refuses it: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
+    raise exc
+
+
+def _same_as_greedy(target, row, new_tokens, what, **kwargs):
+    try:
+        return sw.check_same_as_greedy(target, row, new_tokens, what, **kwargs)
+    except (ValueError, NotImplementedError) as exc:
+        _skip_unsupported(exc)
+
+
+# -- assisted decoding ------------------------------------------------------------------------------------------
+# (model, attention, draft tokens, prompt length, new tokens): every model at least once, both kernels, both
+# draft lengths, 4.5x the window; one run to 16x.
+ASSISTED = [
+    ("mistral", "eager", 1, 2 * W, 14 * W),
+    ("mistral", "sdpa", 5, 12, 3 * W),
+    ("gemma2", "eager", 5, 12, 3 * W),
+    ("gemma2", "sdpa", 1, 12, 3 * W),
+    ("qwen2", "sdpa", 5, 12, 3 * W),
+    ("qwen3", "eager", 1, 12, 3 * W),
+    ("gemma3", "sdpa", 5, 12, 3 * W),
+    ("gemma4", "eager", 5, 12, 3 * W),
+    ("gemma4-shared-kv", "eager", 1, 12, 3 * W),
+    ("cohere2", "eager", 5, 12, 3 * W),
+    ("gpt-oss", "eager", 1, 12, 3 * W),
+]
+
+
+@pytest.mark.parametrize("name,attn,draft,prompt,new", ASSISTED,
+                         ids=[f"{n}-{a}-draft{d}-{(p + t) // W}x" for n, a, d, p, t in ASSISTED])
+def test_assisted_decoding_matches_greedy(name, attn, draft, prompt, new):
+    from packaging.version import Version
+
+    if draft >= 3 and Version("5.15.0") <= _release() < Version("5.16.0"):
+        pytest.skip("5.15.0 crops the drafter's cache by one token whatever was rejected, which breaks drafts of "
+                    "3+ tokens on every architecture (llama too; fixed in 5.16.0): not a sliding-window defect")
+    target, drafter = model(name, attn), model(name, attn, seed=1)
+    figures = _same_as_greedy(target, sw.prompts(prompt)[0], new, f"{name} ({attn}) assisted, {draft}-token drafts",
+                              **sw.drafting(drafter, draft))
+    assert figures["tokens"] == prompt + new >= 3 * W
+    assert figures["max_logit_diff"] <= 1e-4
+
+
+# -- prompt lookup ----------------------------------------------------------------------------------------------
+LOOKUP = [(n, "eager") for n in sw.MODELS] + [("mistral", "sdpa"), ("gemma2", "sdpa")]
+
+
+@pytest.mark.parametrize("name,attn", LOOKUP, ids=[f"{n}-{a}" for n, a in LOOKUP])
+def test_prompt_lookup_matches_greedy(name, attn):
+    (head,) = sw.prompts(6, seed=3)
+    row = head * 3  # repeated n-grams, so that the lookup has drafts to propose (and to have rejected)
+    figures = _same_as_greedy(model(name, attn), row, 4 * W, f"{name} ({attn}) prompt lookup",
+                              prompt_lookup_num_tokens=3)
+    assert figures["tokens"] == len(row) + 4 * W
+    assert figures["max_logit_diff"] <= 1e-4
+
+
+# -- Gemma-4 MTP drafting ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("draft", [1, 5])
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+def test_gemma4_mtp_drafting_matches_greedy(attn, draft):
+    target = model("gemma4-shared-kv", attn)
+    try:
+        drafter = sw.gemma4_drafter(target)
+    except ProbeSkipped as exc:
+        pytest.skip(str(exc))
+    try:
+        figures = _same_as_greedy(target, sw.prompts(12)[0], 3 * W, f"gemma4 ({attn}) MTP, {draft}-token drafts",
+                                  **sw.drafting(drafter, draft))
+    except TypeError as exc:
+        if "SinglePositionMultiTokenCandidateGenerator.__init__()" not in str(exc):
+            raise
+        pytest.skip("this release builds the MTP candidate generator with the wrong arguments (5.18.0: TypeError "
+                    "for every Gemma-4 drafter, window or not; 5.23.0 passes): not a sliding-window defect")
+    assert figures["tokens"] == 12 + 3 * W
+    assert figures["max_logit_diff"] <= 1e-4
+
+
+# -- chunked prefill --------------------------------------------------------------------------------------------
+CHUNKED = [(n, "eager") for n in sw.MODELS] + [("mistral", "sdpa"), ("gemma2", "sdpa"), ("gemma3", "sdpa")]
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+@pytest.mark.parametrize("name,attn", CHUNKED, ids=[f"{n}-{a}" for n, a in CHUNKED])
+def test_chunked_prefill_matches_no_cache_forward(name, attn, batch):
+    from packaging.version import Version
+
+    from transformers import GenerationConfig
+
+    if not hasattr(GenerationConfig(), "prefill_chunk_size"):
+        pytest.skip("generate() has no prefill_chunk_size on this release")
+    if batch > 1 and _release() < Version("5.0.0"):
+        pytest.skip("the 4.x chunk loop sets position_ids = cache_position, ignoring left padding, on every "
+                    "architecture (llama too): a padding defect of 4.53-4.57, not a sliding-window one")
+    rows = sw.prompts(3 * W, 2 * W + 5, 3 * W - 3)[:batch]
+    figures = sw.check_past_window(model(name, attn), rows, 2 * W, f"{name} ({attn}) chunked prefill, chunks of 5",
+                                   prefill_chunk_size=5)
+    assert figures["rows"] == batch and figures["tokens"] == 5 * W
+    assert figures["max_logit_diff"] <= 1e-4
