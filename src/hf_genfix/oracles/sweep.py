@@ -21,12 +21,13 @@ import time
 import traceback
 from typing import Any, Callable, Iterable, Sequence
 
-from .generation import check_rows_against_reference, generate_steps, left_pad
+from . import sliding
+from .generation import GenRun, check_rows_against_reference, generate_steps, left_pad
 from .outcome import DefectObserved, ProbeSkipped
 from .reference import ATOL, reference_logits
 from .tiny import tiny_config
 
-WINDOW = 8
+WINDOW = sliding.WINDOW
 MAX_PARAMS = 2_000_000
 # Words in an exception that mean "this architecture does not do that" rather than "this is broken".
 _UNSUPPORTED = ("not support", "isn't supported", "is not supported", "not compatible", "not implemented",
@@ -146,6 +147,10 @@ def _composite(config: Any) -> bool:
 
 
 # -- the scenarios ----------------------------------------------------------------------------------------------
+# The oracles are the shared ones: generation.check_rows_against_reference (every step against the no-cache
+# reference), sliding.check_past_window / check_same_as_greedy (runs that go the whole length; tokens equal to
+# plain greedy), decode.check_manual_loop when the prepare-inputs family provides it. Only beam search and the
+# fallback decode loop are written here.
 def _maybe(module: str, name: str) -> Callable | None:
     """A scenario oracle a patch family provides, if this checkout has it."""
     try:
@@ -171,50 +176,47 @@ def left_padded(s: Subject) -> dict:
 @scenario("manual-loop")
 def manual_loop(s: Subject) -> dict:
     """Greedy decoding by hand: ``prepare_inputs_for_generation`` given the full ids, the cache and the mask."""
+    family = _maybe("decode", "check_manual_loop")
+    if family is not None:
+        return family(s.model)
     import torch
 
-    (prompt,) = s.rows(6)
-    ids = torch.tensor([prompt])
-    mask = torch.ones_like(ids)
-    past = None
-    logits_per_step = []
+    rows = s.rows(6)
+    ids, mask = left_pad(rows)
+    past, steps = None, []
     with torch.no_grad():
         for _ in range(5):
             inputs = s.model.prepare_inputs_for_generation(ids, past_key_values=past, attention_mask=mask,
                                                            use_cache=True)
             out = s.model(**{k: v for k, v in inputs.items() if v is not None})
-            logits_per_step.append(out.logits[0, -1].float())
-            past = out.past_key_values
+            steps.append(out.logits[:, -1])
+            past = getattr(out, "past_key_values", None) or getattr(out, "cache", None)
             ids = torch.cat([ids, out.logits[:, -1].argmax(-1, keepdim=True)], dim=1)
             mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
-    ref = reference_logits(s.model, ids[0].tolist())
-    worst = 0.0
-    for t, actual in enumerate(logits_per_step):
-        worst = max(worst, _close(actual, ref[len(prompt) - 1 + t], "manual decode loop", step=t))
-    return {"max_logit_diff": worst, "steps_compared": len(logits_per_step)}
+    run = GenRun(sequences=ids, step_logits=steps, prompt_width=len(rows[0]))
+    return check_rows_against_reference(s.model, rows, run, "manual decode loop")
 
 
 @scenario("past-window")
 def past_window(s: Subject) -> dict:
     if not s.sliding:
         raise ProbeSkipped("no sliding window in this architecture")
-    rows = s.rows(12, 5)
-    run = generate_steps(s.model, *left_pad(rows), max_new_tokens=3 * WINDOW)
-    return check_rows_against_reference(s.model, rows, run, f"generation past a window of {WINDOW}")
+    return sliding.check_past_window(s.model, s.rows(12, 5), 3 * WINDOW, f"generation past a window of {WINDOW}")
 
 
 @scenario("assisted")
 def assisted(s: Subject) -> dict:
-    rows = s.rows(2 * WINDOW if s.sliding else 8)
-    return _same_tokens_as_greedy(s, rows, "assisted decoding (draft of the same type)",
-                                  assistant_model=s.draft)
+    (row,) = s.rows(2 * WINDOW if s.sliding else 8)
+    return sliding.check_same_as_greedy(s.model, row, 2 * WINDOW, "assisted decoding, 5-token drafts",
+                                        **sliding.drafting(s.draft, 5))
 
 
 @scenario("prompt-lookup")
 def prompt_lookup(s: Subject) -> dict:
     (head,) = s.rows(6)
-    rows = [head * (3 if s.sliding else 2)]  # repeated n-grams give the lookup something to propose
-    return _same_tokens_as_greedy(s, rows, "prompt-lookup decoding", prompt_lookup_num_tokens=3)
+    row = head * (3 if s.sliding else 2)  # repeated n-grams give the lookup something to propose
+    return sliding.check_same_as_greedy(s.model, row, 2 * WINDOW, "prompt-lookup decoding",
+                                        prompt_lookup_num_tokens=3)
 
 
 @scenario("beam")
@@ -239,30 +241,13 @@ def chunked_prefill(s: Subject) -> dict:
 
     if not hasattr(GenerationConfig(), "prefill_chunk_size"):
         raise ProbeSkipped("generate() has no prefill_chunk_size on this release")
-    rows = s.rows(2 * WINDOW + 3)
-    run = generate_steps(s.model, *left_pad(rows), max_new_tokens=6, prefill_chunk_size=5)
-    return check_rows_against_reference(s.model, rows, run, "chunked prefill (chunks of 5)")
+    return sliding.check_past_window(s.model, s.rows(2 * WINDOW + 3), 6, "chunked prefill (chunks of 5)",
+                                     prefill_chunk_size=5)
 
 
 @scenario("static-cache")
 def static_cache(s: Subject) -> dict:
-    rows = s.rows(10)
-    run = generate_steps(s.model, *left_pad(rows), max_new_tokens=6, cache_implementation="static")
-    return check_rows_against_reference(s.model, rows, run, "static cache")
-
-
-def _same_tokens_as_greedy(s: Subject, rows: list[list[int]], what: str, **kwargs: Any) -> dict:
-    import torch
-
-    ids, mask = left_pad(rows)
-    with torch.no_grad():
-        greedy = s.model.generate(ids, attention_mask=mask, do_sample=False, max_new_tokens=2 * WINDOW)
-        other = s.model.generate(ids, attention_mask=mask, do_sample=False, max_new_tokens=2 * WINDOW, **kwargs)
-    a, b = greedy[0, ids.shape[1]:].tolist(), other[0, ids.shape[1]:].tolist()
-    if a != b and not _tie(s.model, rows[0], a, b):
-        step = _first_diff(a, b)
-        raise DefectObserved(f"{what}: tokens differ from plain greedy from step {step}: {b} vs {a}", step=step)
-    return {"tokens": len(a)}
+    return sliding.check_past_window(s.model, s.rows(10), 6, "static cache", cache_implementation="static")
 
 
 def _first_diff(a: Sequence[int], b: Sequence[int]) -> int:
@@ -276,16 +261,6 @@ def _tie(model: Any, prompt: list[int], a: list[int], b: list[int], margin: floa
         return False
     logits = reference_logits(model, prompt + a[:step])[-1]
     return abs(float(logits[a[step]]) - float(logits[b[step]])) < margin
-
-
-def _close(actual: Any, expected: Any, what: str, step: int) -> float:
-    from .reference import max_diff
-
-    diff = max_diff(actual, expected)
-    if not diff <= ATOL:
-        raise DefectObserved(f"{what}: step {step}: max |logit diff| {diff:.3g} vs a no-cache forward",
-                             max_logit_diff=diff, step=step)
-    return diff
 
 
 # -- running ----------------------------------------------------------------------------------------------------
