@@ -155,3 +155,21 @@ def test_doctor_reports_feed_the_matrix(make_registry):
                                                 "targets"}
     assert row["patches"]["fixed-here"]["without"] == "defect" and row["patches"]["fixed-here"]["with"] == "pass"
     assert row["patches"]["unaffected-but-defect"]["verdict"] == "catalog-wrong"
+
+
+def test_sweep_of_the_newest_release_is_recorded_and_is_the_upgrade_baseline(results, tmp_path):
+    path = results / "tf-5.14.0.json"
+    report = json.loads(path.read_text())
+    report["sweep"] = {"unknown": [{"arch": "rwkv", "scenario": "left-padded"}], "unusable": {"jamba": "crash"}}
+    path.write_text(json.dumps(report))
+    code, md, data = run_report(results, tmp_path)
+    assert code == 0  # the sweep informs; only the catalog's disagreements fail the report
+    assert "`hf-genfix doctor --sweep` on 5.14.0: 2 unknown defect(s): `jamba / every scenario`, " \
+           "`rwkv / left-padded`." in md
+    tox_ini = tmp_path / "tox.ini"
+    tox_ini.write_text("[tox]\nenv_list =\n    tf-{4.57.6,5.12.0,5.14.0}\n    report\n")
+    old = matrix.baseline(tmp_path / "no-fresh-results", tmp_path / "compat-matrix.json", tox_ini)
+    assert old == data["results"]["5.14.0"]
+    new = copy.deepcopy(old)
+    new["transformers"], new["sweep_unknown"] = "5.15.0", old["sweep_unknown"] + ["llama / beam"]
+    assert matrix.changes(old, new) == ["sweep: unknown defect on 5.15.0: llama / beam"]
