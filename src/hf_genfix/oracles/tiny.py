@@ -25,8 +25,9 @@ TINY_DEFAULTS: dict[str, Any] = dict(
 _PER_TYPE: dict[str, dict[str, Any]] = {
     "gpt2": dict(n_inner=64, num_key_value_heads=None, intermediate_size=None),
     "gpt_bigcode": dict(n_inner=64, num_key_value_heads=None, intermediate_size=None, multi_query=True),
+    # Before 5.x the config does not map num_hidden_layers onto num_layers (then it checks attention_types).
     "gpt_neo": dict(attention_types=[[["global", "local"], 1]], window_size=256, num_key_value_heads=None,
-                    intermediate_size=64),
+                    intermediate_size=64, num_layers=2),
     "gptj": dict(n_inner=64, rotary_dim=4, num_key_value_heads=None, intermediate_size=None),
     "gpt_neox": dict(num_key_value_heads=None, rotary_pct=0.5),
     "opt": dict(ffn_dim=64, word_embed_proj_dim=32, num_key_value_heads=None, intermediate_size=None),

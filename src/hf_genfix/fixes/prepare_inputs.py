@@ -1,0 +1,149 @@
+"""prepare-inputs: ``model.prepare_inputs_for_generation`` is not a usable decode step outside ``generate()``.
+
+The defect. Custom decoding loops (speculative decoding, RL rollouts, serving code, logits processors such as
+classifier-free guidance) call ``model.prepare_inputs_for_generation(input_ids, past_key_values=cache,
+attention_mask=mask)`` with the whole sequence, the cache and the mask, and feed the result to ``forward``.
+``generate()`` passes more than that, and the method came to depend on it (tiny models, every architecture of
+tests/prepare_inputs, measured on the matrix releases):
+
+- 4.45 .. 5.2: the method needs ``cache_position`` (each model's own override up to 4.45, the generic one from
+  4.46); without it ``TypeError: 'NoneType' object is not subscriptable`` (on 5.0 - 5.2 already at the first
+  step, since ``use_cache`` alone sends it down that path). Models still on legacy tuple caches on 4.46 (gpt2,
+  gpt_bigcode, opt) are spared.
+- 5.3 .. 5.24: trimming moved to a new ``next_sequence_length`` argument and position ids to ``generate()``
+  itself (upstream PR 44130): the whole sequence is fed into the cache again (logits off by 0.03-0.5 on tiny
+  models, crashes for bloom and opt), and absolute-position models (gpt2, gpt_neo, gpt_bigcode) get positions
+  that ignore left padding.
+- every release (4.40 .. 5.24): a caller that does not grow the mask by the new token gets a shape error (up to
+  5.2) or silently wrong logits (5.3+): the method passes the mask through as it came.
+
+Detection (``probe``): a left-padded batch of tiny Llama decoded by hand, each step calling
+``prepare_inputs_for_generation`` with only (whole ids, cache, mask grown by the caller), then again with a
+mask never grown; each step's logits must equal a no-cache forward over the unpadded row (atol 1e-4).
+
+Correction. The generic method and every model class's own override (those of later classes too, e.g.
+remote-code models, through ``wrap_subclasses``) are wrapped. A call that carries what ``generate()`` passes
+(``next_sequence_length`` from 5.3, a ``cache_position`` before) is left alone, so ``generate()`` is
+bit-identical with and without the patch. Any other call is completed into the call ``generate()`` would have
+made: the cache under this release's keyword (``cache`` from 5.24, ``past_key_values`` before), the mask grown
+to cached + new tokens, ``cache_position`` where the method takes one, ``next_sequence_length`` (the number of
+tokens the cache lacks) and, from 5.3, 2-D position ids ``cumsum(mask) - 1`` of the new tokens for models
+whose forward takes them (multi-axis mrope models are left alone). The upstream method then does the rest, so
+model-specific overrides keep their behaviour. Encoder-decoder models and state-space caches are left alone.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from ..helpers.decode import (
+    cache_length,
+    forward_spec,
+    grow_mask,
+    name_positional,
+    new_token_count,
+    parameters_of,
+    positions_from_mask,
+)
+from ._prepare_inputs_family import GENERIC, wrap_overrides
+
+
+class _Era:
+    """The calling convention of the installed release, read from the generic method's signature."""
+
+    def __init__(self, generic: Any):
+        from hf_genfix import Drift
+
+        sig = inspect.signature(generic)
+        params = sig.parameters
+        if "cache" in params:
+            self.cache_key, self.other_cache_key = "cache", "past_key_values"  # 5.24+
+        elif "past_key_values" in params or any(p.kind is p.VAR_POSITIONAL for p in params.values()):
+            # (*args, **kwargs) is 4.40 - 4.41: the generic only raises and every model has its own override.
+            self.cache_key, self.other_cache_key = "past_key_values", "cache"
+        else:
+            raise Drift(f"{GENERIC} takes neither cache nor past_key_values: {sig}")
+        # 5.3+: generate() passes next_sequence_length on every step and derives position ids itself.
+        self.trims_by_length = "next_sequence_length" in params
+        # 4.46 - 5.11: the generic method takes cache_position (and needs it up to 5.2).
+        self.cache_position = "cache_position" in params
+        self.first_iteration = "is_first_iteration" in params
+
+    def from_generate(self) -> Any:
+        """A test on a call's keyword arguments: does it carry what generate() passes on this release?"""
+        if self.trims_by_length:
+            return lambda kwargs: "next_sequence_length" in kwargs
+        # Up to 5.2 generate() passes cache_position to every model (it keeps it None without a cache on 4.41 -
+        # 4.45; completing such a call changes nothing, see _as_generate_call).
+        return lambda kwargs: kwargs.get("cache_position") is not None
+
+
+def install(patcher: Any) -> None:
+    generic = patcher.require(GENERIC, "**kwargs")
+    era = _Era(generic)
+    from_generate = era.from_generate()
+
+    def prepare_inputs_for_generation(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+        if from_generate(kwargs) or instance is None:
+            return wrapped(*args, **kwargs)
+        call = _as_generate_call(wrapped, instance, args, kwargs, era)
+        if call is None:
+            return wrapped(*args, **kwargs)
+        return wrapped(*call[0], **call[1])
+
+    wrap_overrides(patcher, prepare_inputs_for_generation)
+
+
+def _as_generate_call(wrapped: Any, model: Any, args: tuple, kwargs: dict, era: _Era) -> Any:
+    """(args, kwargs) of the call ``generate()`` would make for this step, or None to leave the call alone."""
+    import torch
+
+    config = getattr(model, "config", None)
+    if config is None or getattr(config, "is_encoder_decoder", False) or "cache_params" in kwargs:
+        return None
+    if len(args) > 1:
+        args, kwargs = name_positional(wrapped, args, kwargs)
+        nsl = kwargs.get("next_sequence_length")
+        if nsl is not None and not isinstance(nsl, int) and era.cache_key not in kwargs:
+            # The 4.x positional order (input_ids, past_key_values) on 5.3+, where next_sequence_length is second.
+            kwargs[era.cache_key] = kwargs.pop("next_sequence_length")
+    kwargs = dict(kwargs)
+    input_ids = args[0] if args else kwargs.pop("input_ids", None)
+    if input_ids is None or getattr(input_ids, "ndim", 0) != 2:
+        return None
+    if era.other_cache_key in kwargs and kwargs.get(era.cache_key) is None:
+        # A loop written for another release names the cache the other way.
+        kwargs[era.cache_key] = kwargs.pop(era.other_cache_key)
+    try:
+        cached = cache_length(kwargs.get(era.cache_key))
+    except TypeError:
+        return None
+    mask = kwargs.get("attention_mask")
+    mask = mask if mask is not None and getattr(mask, "ndim", 0) == 2 else None
+    width = input_ids.shape[1]
+    new = new_token_count(width, cached, mask.shape[1] if mask is not None else None)
+    if mask is not None and mask.shape[1] < cached + new:
+        mask = kwargs["attention_mask"] = grow_mask(mask, cached + new)
+    takes_cache_position = era.cache_position or "cache_position" in parameters_of(wrapped)[1]
+    if takes_cache_position and kwargs.get("cache_position") is None:
+        # The generic method (4.46 - 5.11) or the model's own override (4.40 - 4.45) takes it; generate() passes it.
+        kwargs["cache_position"] = torch.arange(cached, cached + new, dtype=torch.long, device=input_ids.device)
+    if era.trims_by_length:
+        kwargs["next_sequence_length"] = new if new < width else None
+        if mask is not None and kwargs.get("position_ids") is None and forward_spec(model).positions:
+            kwargs["position_ids"] = positions_from_mask(mask, new)
+    if era.first_iteration and cached == 0 and kwargs.get("inputs_embeds") is not None:
+        kwargs.setdefault("is_first_iteration", True)
+    return (input_ids,), kwargs
+
+
+def probe() -> dict[str, Any]:
+    from ..oracles.decode import check_manual_loop
+
+    # Llama shows the missing cache_position (<= 5.2) and the untrimmed ids (5.3+); gpt2, with absolute
+    # positions, also the positions that ignore left padding (5.3+) and the mask never grown (every release).
+    grown = check_manual_loop("llama", grow_mask=True)
+    stale = check_manual_loop("gpt2", grow_mask=False)
+    return {"max_logit_diff": max(grown["max_logit_diff"], stale["max_logit_diff"]),
+            "steps_compared": grown["steps_compared"] + stale["steps_compared"]}

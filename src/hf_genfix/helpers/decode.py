@@ -1,0 +1,255 @@
+"""One decode step's inputs, the same on every transformers release: ``GenerationInputPrep`` and ``DecodeState``.
+
+A hand-written decoding loop (speculative decoding, RL rollouts, serving code) keeps three things in step: the
+tokens so far, the attention mask, and the cache. Each step feeds the model only the tokens the cache does not
+hold yet, a mask covering cached + new tokens, and, for models that take them, position ids counted from the
+mask (so that left padding does not shift positions). ``model.prepare_inputs_for_generation`` was meant to do
+this, but its contract changed in almost every release (it needs ``cache_position`` up to 5.2, no longer trims
+nor derives positions from 5.3, and its cache keyword became ``cache`` in 5.24); these helpers do not call it.
+
+Example: a manual greedy loop that gives exactly what ``model.generate(ids, attention_mask=mask,
+do_sample=False, max_new_tokens=8)`` gives (docs/decode-loop.md; tests/prepare_inputs/test_helpers.py runs it)::
+
+    state = DecodeState(model, ids, mask)
+    for _ in range(8):
+        out = model(**state.inputs())
+        state.advance(out, out.logits[:, -1, :].argmax(-1))
+    state.input_ids  # == generate(...).sequences
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+_FORWARD_SPECS: dict[type, "_ForwardSpec"] = {}
+
+
+# -- small, version-independent pieces (the prepare-inputs patches use them too) -------------------------------
+def cache_length(cache: Any) -> int:
+    """How many positions ``cache`` holds: a ``Cache`` object (any release), a legacy tuple of per-layer
+    ``(key, value)`` or of fused key-value tensors (gpt_bigcode on 4.x), or None."""
+    if cache is None:
+        return 0
+    get = getattr(cache, "get_seq_length", None)
+    if get is not None:
+        return int(get())
+    if isinstance(cache, (tuple, list)):
+        if not cache:
+            return 0
+        first = cache[0]
+        if isinstance(first, (tuple, list)):
+            # The value tensor: (batch, heads, seq, dim), and (batch * heads, seq, dim) for bloom's legacy layout,
+            # whose key is transposed (batch * heads, dim, seq).
+            first = first[-1] if first else None
+        return int(first.shape[-2]) if first is not None else 0
+    raise TypeError(f"cannot tell how many positions a {type(cache).__name__} holds")
+
+
+def new_token_count(width: int, cached: int, mask_width: int | None) -> int:
+    """How many of the last ``width`` input ids the cache does not hold yet.
+
+    The ids are either the whole sequence (what ``generate`` passes) or only the new tokens (the classic loop
+    that feeds the last token). A mask as wide as cached + ids says the ids are the new tokens; otherwise ids
+    longer than the cache are the whole sequence.
+    """
+    if cached == 0 or mask_width == cached + width or width <= cached:
+        return width
+    return width - cached
+
+
+def grow_mask(mask: Any, width: int) -> Any:
+    """``mask`` extended with ones on the right to ``width`` columns (a new tensor; the caller's is untouched)."""
+    import torch
+
+    missing = width - mask.shape[-1]
+    if missing <= 0:
+        return mask
+    return torch.cat([mask, mask.new_ones((mask.shape[0], missing))], dim=-1)
+
+
+def positions_from_mask(mask: Any, last: int) -> Any:
+    """Position ids of the last ``last`` columns: cumsum(mask) - 1, 0 at padding (what ``generate`` computes)."""
+    positions = mask.long().cumsum(-1) - 1
+    positions = positions.masked_fill(mask == 0, 0)
+    return positions[:, -last:]
+
+
+def cache_from_outputs(outputs: Any) -> Any:
+    """The cache a forward returned: ``outputs.cache`` from 5.24, ``outputs.past_key_values`` before."""
+    fields = getattr(type(outputs), "__dataclass_fields__", None) or ()
+    if "cache" in fields:
+        return outputs.cache
+    return getattr(outputs, "past_key_values", None)
+
+
+_PARAMETERS: dict[Any, tuple[tuple[str, ...], frozenset]] = {}
+
+
+def parameters_of(method: Any) -> tuple[tuple[str, ...], frozenset]:
+    """(names of the positional parameters, all parameter names) of ``method``, read once per function."""
+    func = getattr(method, "__func__", method)
+    found = _PARAMETERS.get(func)
+    if found is None:
+        try:
+            params = inspect.signature(method).parameters.values()
+        except (TypeError, ValueError):
+            params = ()
+        found = _PARAMETERS[func] = (
+            tuple(p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)),
+            frozenset(p.name for p in params),
+        )
+    return found
+
+
+def name_positional(method: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """``(args[:1], kwargs)`` with the positional arguments after ``input_ids`` moved into ``kwargs`` under their
+    parameter names in ``method``'s signature."""
+    if len(args) <= 1:
+        return args, kwargs
+    names = parameters_of(method)[0][1:]
+    if len(args) - 1 > len(names):
+        return args, kwargs  # *args in the signature: nothing to name
+    kwargs = dict(kwargs)
+    for name, value in zip(names, args[1:]):
+        kwargs.setdefault(name, value)
+    return args[:1], kwargs
+
+
+class _ForwardSpec:
+    """What a model class's forward takes, read once per class."""
+
+    def __init__(self, cls: type):
+        try:
+            params = inspect.signature(cls.forward).parameters
+        except (TypeError, ValueError):
+            params = {}
+        self.cache_key = "cache" if "cache" in params else "past_key_values"
+        self.cache_position = "cache_position" in params
+        # Multi-axis (mrope) models build their own 3-D position ids from the tokens: leave them alone.
+        self.positions = "position_ids" in params and not hasattr(cls, "get_rope_index")
+        self.names = frozenset(params)
+
+
+def forward_spec(model_or_cls: Any) -> _ForwardSpec:
+    cls = model_or_cls if isinstance(model_or_cls, type) else type(model_or_cls)
+    spec = _FORWARD_SPECS.get(cls)
+    if spec is None:
+        spec = _FORWARD_SPECS[cls] = _ForwardSpec(cls)
+    return spec
+
+
+# -- the public helpers ---------------------------------------------------------------------------------------
+class GenerationInputPrep:
+    """Builds one decode step's forward keyword arguments from the full ids, the cache and the mask.
+
+    ``prep(input_ids, cache, attention_mask)`` returns a dict to call ``model(**inputs)`` with: the ids the cache
+    does not hold yet, the mask grown to cover cached + new tokens (a mask the caller did not grow is completed
+    with ones), position ids ``cumsum(mask) - 1`` of the new tokens (0 at padding) for models whose forward
+    takes 2-D positions, the cache under the keyword this release's forward takes (``cache`` from 5.24,
+    ``past_key_values`` before), ``cache_position`` where the forward names it, and ``use_cache``. It never
+    calls ``model.prepare_inputs_for_generation`` and never modifies the caller's tensors.
+    """
+
+    def __init__(self, model: Any):
+        self.model = model
+        self.spec = forward_spec(model)
+
+    def __call__(
+        self,
+        input_ids: Any,
+        cache: Any = None,
+        attention_mask: Any = None,
+        position_ids: Any = None,
+        use_cache: bool = True,
+    ) -> dict[str, Any]:
+        import torch
+
+        cached = cache_length(cache)
+        mask_width = attention_mask.shape[-1] if attention_mask is not None else None
+        new = new_token_count(input_ids.shape[-1], cached, mask_width)
+        inputs: dict[str, Any] = {"input_ids": input_ids[:, -new:].contiguous(), "use_cache": use_cache}
+        if attention_mask is not None:
+            attention_mask = grow_mask(attention_mask, cached + new)
+            inputs["attention_mask"] = attention_mask
+        if position_ids is not None:
+            inputs["position_ids"] = position_ids[..., -new:]
+        elif attention_mask is not None and self.spec.positions:
+            inputs["position_ids"] = positions_from_mask(attention_mask, new)
+        if cache is not None:
+            inputs[self.spec.cache_key] = cache
+        if self.spec.cache_position:
+            inputs["cache_position"] = torch.arange(cached, cached + new, device=input_ids.device)
+        return inputs
+
+
+class DecodeState:
+    """The state of a hand-written decoding loop: ids, mask and cache advance together, and it is checked.
+
+    ``inputs()`` gives the next forward's keyword arguments (through ``GenerationInputPrep``); ``advance(outputs,
+    next_tokens)`` appends the chosen tokens, grows the mask by one column of ones and takes the cache the forward
+    returned, after checking that the cache now holds exactly the sequence so far (a cache that fell behind or ran
+    ahead would silently shift every later mask and position). Rows that produced ``eos_token_id`` continue with
+    ``pad_token_id``, as ``generate`` does.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        input_ids: Any,
+        attention_mask: Any = None,
+        cache: Any = None,
+        eos_token_id: int | list[int] | None = None,
+        pad_token_id: int | None = None,
+    ):
+        import torch
+
+        self.prep = GenerationInputPrep(model)
+        self.input_ids = input_ids
+        self.attention_mask = attention_mask if attention_mask is not None else torch.ones_like(input_ids)
+        if self.attention_mask.shape != input_ids.shape:
+            raise ValueError(f"attention_mask {tuple(self.attention_mask.shape)} does not match input_ids "
+                             f"{tuple(input_ids.shape)}")
+        self.cache = cache
+        self.prompt_width = input_ids.shape[-1]
+        eos = [eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id or ())
+        self._eos = torch.tensor(eos, dtype=torch.long) if eos else None
+        if self._eos is not None and pad_token_id is None:
+            raise ValueError("eos_token_id needs a pad_token_id for the rows that have finished")
+        self._pad = pad_token_id
+        self.finished = torch.zeros(input_ids.shape[0], dtype=torch.bool)
+
+    def inputs(self) -> dict[str, Any]:
+        """Keyword arguments of the next forward: the tokens the cache lacks, the mask, positions, the cache."""
+        return self.prep(self.input_ids, self.cache, self.attention_mask)
+
+    def advance(self, outputs: Any, next_tokens: Any) -> Any:
+        """Append ``next_tokens`` (one per row) after the forward that produced ``outputs``; returns the tokens
+        appended (pad for finished rows)."""
+        import torch
+
+        cache = cache_from_outputs(outputs)
+        if cache is not None:
+            held = cache_length(cache)
+            if held != self.input_ids.shape[-1]:
+                raise AssertionError(
+                    f"after the step the cache holds {held} positions but the sequence has "
+                    f"{self.input_ids.shape[-1]} tokens: cache, mask and positions are out of step"
+                )
+        next_tokens = next_tokens.reshape(-1).to(self.input_ids.dtype)
+        if self._eos is not None:
+            next_tokens = torch.where(self.finished, torch.full_like(next_tokens, self._pad), next_tokens)
+            self.finished = self.finished | torch.isin(next_tokens, self._eos.to(next_tokens.device))
+        self.input_ids = torch.cat([self.input_ids, next_tokens[:, None]], dim=-1)
+        self.attention_mask = grow_mask(self.attention_mask, self.attention_mask.shape[-1] + 1)
+        self.cache = cache
+        return next_tokens
+
+    @property
+    def new_tokens(self) -> Any:
+        """The generated part of ``input_ids``."""
+        return self.input_ids[:, self.prompt_width:]
+
+    @property
+    def done(self) -> bool:
+        return bool(self.finished.all())

@@ -1,0 +1,98 @@
+"""Issue 4, oracles (3) and (4): greedy decoding by hand through ``model.prepare_inputs_for_generation``.
+
+Each step passes only the whole sequence so far, the cache the last forward returned and the attention mask
+(grown by the caller, or never grown), and every step's logits must equal a no-cache forward over the unpadded
+row. Runs with the patches as this release's catalog installs them: a release outside a patch's range must be
+correct without it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from prepare_inputs_models import ARCHITECTURES, model_of, skip_known_limit
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+
+@pytest.mark.parametrize("grow_mask", [True, False], ids=["mask-grown", "mask-never-grown"])
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_manual_loop_matches_reference(arch, grow_mask):
+    from hf_genfix.oracles.decode import check_manual_loop
+
+    model = model_of(arch)
+    skip_known_limit(arch)
+    figures = check_manual_loop(model, grow_mask=grow_mask)
+    assert figures["steps_compared"] > 0
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama", "bloom", "phi3"])
+@pytest.mark.parametrize("cache_key", ["past_key_values", "cache"])
+def test_cache_under_either_keyword(arch, cache_key):
+    # A loop written for 5.24 (cache=) on an older release, and one written before 5.24 on 5.24.
+    from hf_genfix.oracles.decode import check_manual_loop
+
+    check_manual_loop(model_of(arch), grow_mask=True, cache_key=cache_key)
+
+
+@pytest.mark.parametrize("grow_mask", [True, False], ids=["mask-grown", "mask-never-grown"])
+@pytest.mark.parametrize("arch", ["gpt2", "gpt_neo", "llama", "bloom", "phi3"])
+def test_classic_loop_feeding_only_the_new_token(arch, grow_mask):
+    from hf_genfix.oracles.decode import check_manual_loop
+
+    check_manual_loop(model_of(arch), grow_mask=grow_mask, feed="new")
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_cache_given_positionally_in_the_4x_order(arch):
+    # prepare_inputs_for_generation(ids, cache): on 5.3+ the second parameter is next_sequence_length.
+    import torch
+
+    from hf_genfix.helpers.decode import cache_from_outputs
+    from hf_genfix.oracles import assert_close, left_pad, reference_logits
+    from hf_genfix.oracles.decode import DEFAULT_ROWS
+
+    model = model_of(arch)
+    ids, mask = left_pad(DEFAULT_ROWS)
+    with torch.no_grad():
+        out = model(**model.prepare_inputs_for_generation(ids, None, attention_mask=mask))
+        ids = torch.cat([ids, out.logits[:, -1:].argmax(-1)], -1)
+        mask = torch.cat([mask, torch.ones_like(mask[:, :1])], -1)
+        step = model(**model.prepare_inputs_for_generation(ids, cache_from_outputs(out), attention_mask=mask))
+    for row, prompt in enumerate(DEFAULT_ROWS):
+        expected = reference_logits(model, list(prompt) + [int(ids[row, -1])])[-1]
+        assert_close(step.logits[row, -1], expected, f"{arch} row {row}")
+
+
+def test_encoder_decoder_is_left_alone():
+    # The wrapper must not touch encoder-decoder models: their call is passed on as it came.
+    import torch
+
+    from transformers import T5ForConditionalGeneration
+
+    from hf_genfix.oracles import tiny_model
+
+    model_of("llama")  # patches decided
+    model = tiny_model("t5", model_class=T5ForConditionalGeneration, d_model=32, d_kv=8, d_ff=64, num_layers=2,
+                       num_heads=4, decoder_start_token_id=0)
+    ids = torch.tensor([[5, 6, 7]])
+    kwargs = {"attention_mask": torch.ones_like(ids), "use_cache": True}
+    import hf_genfix
+
+    def call():
+        try:
+            return model.prepare_inputs_for_generation(ids, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - up to 5.2 upstream needs cache_position here too
+            return f"{type(exc).__name__}: {exc}"
+
+    with hf_genfix.disabled("prepare-inputs"):
+        plain = call()
+    patched = call()
+    if isinstance(plain, str) or isinstance(patched, str):
+        assert plain == patched
+        return
+    assert plain.keys() == patched.keys()
+    for key, value in plain.items():
+        other = patched[key]
+        assert (torch.equal(value, other) if isinstance(value, torch.Tensor) else value == other), key

@@ -1,0 +1,68 @@
+"""How the prepare-inputs patches sit on transformers: signatures unchanged, every override reached (classes
+created later too), and the identical originals back when they are switched off."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from prepare_inputs_models import ARCHITECTURES, model_of, patches_on
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+PATCHES = ("prepare-inputs", "prepare-inputs-logits-to-keep", "legacy-cache")
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_signature_is_unchanged(arch):
+    # generate() reads inspect.signature(model.prepare_inputs_for_generation) (e.g. to validate model kwargs).
+    import hf_genfix
+    from transformers import GenerationMixin
+
+    model = model_of(arch)
+    with hf_genfix.disabled(*PATCHES):
+        plain = inspect.signature(model.prepare_inputs_for_generation)
+        generic = inspect.signature(GenerationMixin.prepare_inputs_for_generation)
+    with hf_genfix.forced(*PATCHES):
+        assert inspect.signature(model.prepare_inputs_for_generation) == plain
+        assert inspect.signature(GenerationMixin.prepare_inputs_for_generation) == generic
+        assert model.prepare_inputs_for_generation.__name__ == "prepare_inputs_for_generation"
+
+
+def test_classes_created_later_are_wrapped_and_unwrapped():
+    import hf_genfix
+    from transformers import LlamaForCausalLM
+
+    model_of("llama")
+
+    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, **kwargs):
+        return {"input_ids": input_ids, "past_key_values": past_key_values, **kwargs}
+
+    with hf_genfix.forced(*PATCHES):
+        later = type("LaterForCausalLM", (LlamaForCausalLM,), {
+            "prepare_inputs_for_generation": prepare_inputs_for_generation, "__module__": "user_code"})
+        # legacy-cache: defined outside transformers, written for past_key_values; no logits_to_keep=None default.
+        assert sorted(patches_on(vars(later)["prepare_inputs_for_generation"])) == ["legacy-cache", "prepare-inputs"]
+    with hf_genfix.disabled(*PATCHES):
+        assert vars(later)["prepare_inputs_for_generation"] is prepare_inputs_for_generation
+
+
+def test_transformers_overrides_are_wrapped_where_they_need_it():
+    import hf_genfix
+
+    phi3 = type(model_of("phi3"))
+    llama = type(model_of("llama"))
+    with hf_genfix.disabled(*PATCHES):
+        original = vars(phi3)["prepare_inputs_for_generation"]
+        generic = inspect.getattr_static(llama, "prepare_inputs_for_generation")
+    with hf_genfix.forced(*PATCHES):
+        on_phi3 = patches_on(vars(phi3)["prepare_inputs_for_generation"])
+        assert "prepare-inputs" in on_phi3
+        assert "legacy-cache" not in on_phi3  # transformers' own code knows its release's cache
+        on_llama = patches_on(inspect.getattr_static(llama, "prepare_inputs_for_generation"))
+        assert "prepare-inputs" in on_llama and "legacy-cache" not in on_llama
+    with hf_genfix.disabled(*PATCHES):
+        assert vars(phi3)["prepare_inputs_for_generation"] is original
+        assert inspect.getattr_static(llama, "prepare_inputs_for_generation") is generic
