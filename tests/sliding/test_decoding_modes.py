@@ -67,28 +67,33 @@ def _same_as_greedy(target, row, new_tokens, what, **kwargs):
 
 
 # -- assisted decoding ------------------------------------------------------------------------------------------
-# (model, attention, draft tokens, prompt length, new tokens): every model at least once, both kernels, both
-# draft lengths, 4.5x the window; one run to 16x.
+# (model, attention, draft tokens, prompt length, new tokens): both kernels, both draft lengths, all-sliding and
+# hybrid models, 3.5x the window; one run to 16x (a long prompt: the cache is past the window from the start).
+# Prompt lookup below covers every model.
 ASSISTED = [
-    ("mistral", "eager", 1, 2 * W, 14 * W),
-    ("mistral", "sdpa", 5, 12, 3 * W),
-    ("gemma2", "eager", 5, 12, 3 * W),
-    ("gemma2", "sdpa", 1, 12, 3 * W),
-    ("qwen2", "sdpa", 5, 12, 3 * W),
-    ("qwen3", "eager", 1, 12, 3 * W),
-    ("gemma3", "sdpa", 5, 12, 3 * W),
-    ("gemma4", "eager", 5, 12, 3 * W),
-    ("gemma4-shared-kv", "eager", 1, 12, 3 * W),
-    ("cohere2", "eager", 5, 12, 3 * W),
-    ("gpt-oss", "eager", 1, 12, 3 * W),
+    ("mistral", "eager", 1, 13 * W, 3 * W),
+    ("mistral", "sdpa", 5, 12, 2 * W),
+    ("gemma2", "eager", 5, 12, 2 * W),
+    ("gemma2", "sdpa", 1, 12, 2 * W),
+    ("qwen3", "eager", 1, 12, 2 * W),
+    ("gemma3", "sdpa", 5, 12, 2 * W),
+    ("gemma4-shared-kv", "eager", 5, 12, 2 * W),
+    ("gpt-oss", "eager", 1, 12, 2 * W),
 ]
 
 
 @pytest.mark.parametrize("name,attn,draft,prompt,new", ASSISTED,
-                         ids=[f"{n}-{a}-draft{d}-{(p + t) // W}x" for n, a, d, p, t in ASSISTED])
-def test_assisted_decoding_matches_greedy(name, attn, draft, prompt, new):
+                         ids=[f"{n}-{a}-draft{d}-{(p + t) / W:g}x" for n, a, d, p, t in ASSISTED])
+def test_assisted_decoding_matches_greedy(request, name, attn, draft, prompt, new):
     from packaging.version import Version
 
+    from hf_genfix.oracles import DefectObserved
+
+    if name == "gemma2" and _release() < Version("4.53.0"):
+        request.applymarker(pytest.mark.xfail(
+            raises=DefectObserved, strict=True,
+            reason="4.46: Gemma-2 is only correct past the window with its HybridCache; assisted decoding gives it a "
+                   "DynamicCache and its tokens part from greedy (measured on 4.46.3, gone by 4.53.3; not fixed here)"))
     if draft >= 3 and Version("5.15.0") <= _release() < Version("5.16.0"):
         pytest.skip("5.15.0 crops the drafter's cache by one token whatever was rejected, which breaks drafts of "
                     "3+ tokens on every architecture (llama too; fixed in 5.16.0): not a sliding-window defect")
@@ -105,11 +110,21 @@ LOOKUP = [(n, "eager") for n in sw.MODELS] + [("mistral", "sdpa"), ("gemma2", "s
 
 @pytest.mark.parametrize("name,attn", LOOKUP, ids=[f"{n}-{a}" for n, a in LOOKUP])
 def test_prompt_lookup_matches_greedy(name, attn):
+    from packaging.version import Version
+
+    from hf_genfix.oracles import DefectObserved
+
     (head,) = sw.prompts(6, seed=3)
     row = head * 3  # repeated n-grams, so that the lookup has drafts to propose (and to have rejected)
-    figures = _same_as_greedy(model(name, attn), row, 4 * W, f"{name} ({attn}) prompt lookup",
-                              prompt_lookup_num_tokens=3)
-    assert figures["tokens"] == len(row) + 4 * W
+    try:
+        figures = _same_as_greedy(model(name, attn), row, 3 * W, f"{name} ({attn}) prompt lookup",
+                                  prompt_lookup_num_tokens=3)
+    except DefectObserved as exc:
+        if _release() < Version("4.53.0") and "new tokens for max_new_tokens" in exc.message:
+            pytest.xfail("4.46: prompt lookup can return one token more than max_new_tokens (all greedy's) on "
+                         "every architecture, llama too: a length defect of old releases, not a sliding-window one")
+        raise
+    assert figures["tokens"] == len(row) + 3 * W
     assert figures["max_logit_diff"] <= 1e-4
 
 
@@ -123,14 +138,14 @@ def test_gemma4_mtp_drafting_matches_greedy(attn, draft):
     except ProbeSkipped as exc:
         pytest.skip(str(exc))
     try:
-        figures = _same_as_greedy(target, sw.prompts(12)[0], 3 * W, f"gemma4 ({attn}) MTP, {draft}-token drafts",
+        figures = _same_as_greedy(target, sw.prompts(12)[0], 2 * W, f"gemma4 ({attn}) MTP, {draft}-token drafts",
                                   **sw.drafting(drafter, draft))
     except TypeError as exc:
         if "SinglePositionMultiTokenCandidateGenerator.__init__()" not in str(exc):
             raise
         pytest.skip("this release builds the MTP candidate generator with the wrong arguments (5.18.0: TypeError "
                     "for every Gemma-4 drafter, window or not; 5.23.0 passes): not a sliding-window defect")
-    assert figures["tokens"] == 12 + 3 * W
+    assert figures["tokens"] == 12 + 2 * W
     assert figures["max_logit_diff"] <= 1e-4
 
 
