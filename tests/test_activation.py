@@ -50,11 +50,15 @@ def test_info_log_says_once_what_was_decided():
     assert proc.returncode == 0, proc.stderr
     states = json.loads(proc.stdout.splitlines()[-1])
     lines = [line for line in proc.stderr.splitlines() if line.startswith("INFO hf_genfix")]
-    for pid, state in states.items():
-        if state != "pending":
-            said = [line for line in lines if f" {pid}" in line.replace(",", " ").replace(":", " ")]
-            assert len(said) == 1, (pid, lines)
-            assert f"{state}:" in said[0]
+    said: dict[str, list[str]] = {}
+    for line in lines:
+        for part in line.split("): ", 1)[1].split("; "):
+            state, _, ids = part.partition(": ")
+            for pid in ids.split(", "):
+                said.setdefault(pid, []).append(state)
+    decided = {pid: state for pid, state in states.items() if state != "pending"}
+    assert decided, states
+    assert {pid: said.get(pid) for pid in decided} == {pid: [state] for pid, state in decided.items()}
 
 
 def _cli(*args):

@@ -306,7 +306,10 @@ class Registry:
             return
         by_state: dict[str, list[str]] = {}
         for pid in changed:
-            by_state.setdefault(self._entries[pid].state, []).append(pid)
+            if self._entries[pid].state != PENDING:  # still waiting: said once it is decided
+                by_state.setdefault(self._entries[pid].state, []).append(pid)
+        if not by_state:
+            return
         parts = [f"{state}: {', '.join(ids)}" for state, ids in sorted(by_state.items())]
         log.info("hf_genfix on transformers %s (import of %s): %s", version, trigger, "; ".join(parts))
 
