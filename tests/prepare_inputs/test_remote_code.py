@@ -63,3 +63,29 @@ def test_without_legacy_cache_the_defect_shows_exactly_where_the_catalog_says(re
                 check_legacy_generate(remote_model)
         else:
             check_legacy_generate(remote_model)
+
+
+def test_legacy_view_reads_like_the_4_40_cache():
+    import torch
+
+    from transformers import DynamicCache
+
+    from hf_genfix.fixes.legacy_cache import LegacyCacheView
+    from hf_genfix.helpers.decode import cache_from_outputs
+
+    model = model_of("llama")
+    with torch.no_grad():
+        cache = cache_from_outputs(model(input_ids=torch.tensor([[5, 6, 7, 8]]), use_cache=True))
+    if isinstance(cache, tuple):  # 4.40 - 4.46 return the legacy format when they built the cache themselves
+        cache = DynamicCache.from_legacy_cache(cache)
+    view = LegacyCacheView(cache)
+    assert isinstance(view, type(cache))
+    assert view.seen_tokens == 4 and view.get_seq_length() == 4
+    assert view.get_max_length() is None  # unbounded, as in 4.40 (5.13+ itself says -1)
+    assert view.get_usable_length(1) == 4
+    assert bool(view) and len(view) == model.config.num_hidden_layers
+    key, value = view[0]
+    assert key.shape[-2] == 4 and value.shape[-2] == 4
+    assert len(view.to_legacy_cache()) == len(list(view)) == model.config.num_hidden_layers
+    empty = LegacyCacheView(DynamicCache())
+    assert not empty and len(empty) == 0 and empty.seen_tokens == 0

@@ -17,19 +17,22 @@ tests/prepare_inputs, measured on the matrix releases):
 - every release (4.40 .. 5.24): a caller that does not grow the mask by the new token gets a shape error (up to
   5.2) or silently wrong logits (5.3+): the method passes the mask through as it came.
 
-Detection (``probe``): a left-padded batch of tiny Llama decoded by hand, each step calling
-``prepare_inputs_for_generation`` with only (whole ids, cache, mask grown by the caller), then again with a
-mask never grown; each step's logits must equal a no-cache forward over the unpadded row (atol 1e-4).
+Detection (``probe``): a left-padded batch decoded by hand, each step calling ``prepare_inputs_for_generation``
+with only (whole ids, cache, mask): tiny Llama with the mask grown by the caller, tiny gpt2 (absolute positions)
+with a mask never grown; each step's logits must equal a no-cache forward over the unpadded row (atol 1e-4).
 
 Correction. The generic method and every model class's own override (those of later classes too, e.g.
 remote-code models, through ``wrap_subclasses``) are wrapped. A call that carries what ``generate()`` passes
 (``next_sequence_length`` from 5.3, a ``cache_position`` before) is left alone, so ``generate()`` is
 bit-identical with and without the patch. Any other call is completed into the call ``generate()`` would have
 made: the cache under this release's keyword (``cache`` from 5.24, ``past_key_values`` before), the mask grown
-to cached + new tokens, ``cache_position`` where the method takes one, ``next_sequence_length`` (the number of
-tokens the cache lacks) and, from 5.3, 2-D position ids ``cumsum(mask) - 1`` of the new tokens for models
-whose forward takes them (multi-axis mrope models are left alone). The upstream method then does the rest, so
-model-specific overrides keep their behaviour. Encoder-decoder models and state-space caches are left alone.
+to cached + new tokens, ``cache_position`` where the method takes one, ``next_sequence_length`` (5.3+: the
+number of tokens the cache lacks), and from 5.3 2-D position ids ``cumsum(mask) - 1`` (0 at padding) of the new
+tokens for models whose forward takes them (multi-axis mrope models are left alone; up to 5.2 the method
+derives them from the completed mask itself). The ids may be the whole sequence or only the new tokens; a cache
+given positionally in the 4.x order is found on 5.3+ too. The upstream method then does the rest, so
+model-specific overrides keep their behaviour. Encoder-decoder models and state-space caches (``cache_params``)
+are left alone.
 """
 
 from __future__ import annotations
@@ -132,6 +135,7 @@ def _as_generate_call(wrapped: Any, model: Any, args: tuple, kwargs: dict, era: 
     if era.trims_by_length:
         kwargs["next_sequence_length"] = new if new < width else None
         if mask is not None and kwargs.get("position_ids") is None and forward_spec(model).positions:
+            # Up to 5.2 the method derives them from the mask itself (and gpt2's 4.40 override drops given ones).
             kwargs["position_ids"] = positions_from_mask(mask, new)
     if era.first_iteration and cached == 0 and kwargs.get("inputs_embeds") is not None:
         kwargs.setdefault("is_first_iteration", True)

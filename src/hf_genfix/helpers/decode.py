@@ -8,13 +8,16 @@ this, but its contract changed in almost every release (it needs ``cache_positio
 nor derives positions from 5.3, and its cache keyword became ``cache`` in 5.24); these helpers do not call it.
 
 Example: a manual greedy loop that gives exactly what ``model.generate(ids, attention_mask=mask,
-do_sample=False, max_new_tokens=8)`` gives (docs/decode-loop.md; tests/prepare_inputs/test_helpers.py runs it)::
+do_sample=False, max_new_tokens=8, eos_token_id=2, pad_token_id=0)`` gives (docs/decode-loop.md runs a
+complete one; tests/prepare_inputs/test_helpers.py runs the document)::
 
-    state = DecodeState(model, ids, mask)
+    state = DecodeState(model, ids, mask, eos_token_id=2, pad_token_id=0)
     for _ in range(8):
         out = model(**state.inputs())
         state.advance(out, out.logits[:, -1, :].argmax(-1))
-    state.input_ids  # == generate(...).sequences
+        if state.done:
+            break
+    state.input_ids  # == generate(...)
 """
 
 from __future__ import annotations
