@@ -32,6 +32,8 @@ def report(**extra):
     out = {"states": {s.id: s.state for s in hf_genfix.status()}, "layers": {}}
     for s in hf_genfix.status():
         for owner, attr, obj in registry.installed(s.id):
+            if patch_of(obj) is None:
+                continue  # a replaced attribute (e.g. an __init_subclass__ hook), not a wrapper
             key = f"{s.id} {getattr(owner, '__qualname__', owner)}.{attr}"
             out["layers"][key] = layers(vars(owner)[attr], s.id)
     out.update(extra)
@@ -60,10 +62,17 @@ ORDERS = {
 originals = {}
 for s in hf_genfix.status():
     for owner, attr, obj in registry.installed(s.id):
-        originals[(id(owner), attr)] = (owner, attr, obj.__wrapped__ if patch_of(obj) else None)
+        if patch_of(obj) is None:
+            continue
+        while patch_of(obj) is not None:  # patches may stack on one attribute: the original is below them all
+            obj = obj.__wrapped__
+        originals[(id(owner), attr)] = (owner, attr, obj)
 hf_genfix.revert()
-identical = all(vars(owner).get(attr) is original for owner, attr, original in originals.values()
-                if original is not None)
+# Identical object back in place; or, where the patch had created the slot (a method bound on an instance such
+# as a module's logger, or one inherited from a base class), the slot gone again.
+identical = all(vars(owner).get(attr) is original
+                or (attr not in vars(owner) and getattr(owner, attr) == original)
+                for owner, attr, original in originals.values())
 after_revert = {s.id: s.state for s in hf_genfix.status()}
 hf_genfix.activate()
 report(identical=identical, after_revert=after_revert)

@@ -214,3 +214,19 @@ def test_activate_is_idempotent(fake_world):
         print(json.dumps({"crop": list(cu.Layer().crop(1))}))
     """)
     assert out["crop"] == ["fixed", "upstream", 1]
+
+
+def test_drift_is_remembered_across_revert_and_activate(fake_world):
+    fake_world.transformers("5.12.0", cache_utils="class Other:\n    pass\n")
+    fake_world.manifest("fake-crop", ">=5.12.0")
+    out = fake_world.run("""
+        registry.activate()
+        import transformers.cache_utils
+        first = states()
+        registry.revert()
+        reverted = states()
+        registry.activate()
+        print(json.dumps({"first": first, "reverted": reverted, "again": states()}))
+    """)
+    assert out["first"] == out["again"] == {"fake-crop": "drift"}
+    assert out["reverted"] == {"fake-crop": "disabled"}

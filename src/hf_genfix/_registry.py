@@ -58,7 +58,7 @@ class _Entry:
     state: str = PENDING
     reason: str = ""
     patcher: Patcher | None = None
-    sticky: bool = False  # drift / failed are decided once per process
+    sticky: tuple[str, str] | None = None  # (drift | failed, why): decided once per process
     events: list[str] = field(default_factory=list)
 
 
@@ -236,7 +236,7 @@ class Registry:
         if waiting:
             return False, PENDING, "waiting for " + " and ".join(waiting)
         if entry.sticky:
-            return False, entry.state, entry.reason
+            return False, *entry.sticky
         if affected:
             return True, APPLIED, f"transformers {version} is inside {m.affected}"
         return True, FORCED, f"{env_name(m.id)}=on although transformers {version} is outside {m.affected}"
@@ -289,7 +289,7 @@ class Registry:
         return state, reason
 
     def _skip(self, entry: _Entry, state: str, why: str, version: str | None) -> tuple[str, str]:
-        entry.sticky = True
+        entry.sticky = (state, why)
         m = entry.manifest
         message = (
             f"hf_genfix: patch {m.id!r} not installed ({state}) on transformers {version}: "
