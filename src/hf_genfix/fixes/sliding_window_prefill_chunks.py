@@ -23,12 +23,12 @@ gives every row the positions of an unpadded row, so a left-padded batch is wron
 a padding defect of the 4.x loop, not this one.
 
 Correction. ``GenerationMixin._prefill`` is wrapped: when ``prefill_chunk_size`` is set (and the prompt is token
-ids with a 2-D mask, which is what the upstream loop handles), the prompt is prefilled by the release's own
-unchunked ``_prefill`` on growing prefixes -- chunk ``i`` is prompt ``[:end_i]`` with the mask and
-``position_ids`` cut to ``end_i`` and ``cache_position`` set to the chunk's slots, so only the chunk's tokens go
-through the model, against the cache of the previous chunks. Memory stays that of chunked prefill, and what
-follows is exactly what follows an unchunked prefill: ``cache_position`` ends at the last prompt position,
-``position_ids`` and the mask cover the whole prompt, and the cache is the one the chunks filled.
+ids with a 2-D mask and a cache, what the upstream loop handles), the prompt is prefilled by the release's own
+unchunked ``_prefill`` on growing prefixes -- chunk ``i`` is prompt ``[:end_i]`` with the mask, ``position_ids``
+and every other per-token input cut to ``end_i`` and ``cache_position`` set to the chunk's slots, so only the
+chunk's tokens go through the model, against the cache of the previous chunks. Memory stays that of chunked
+prefill, and what follows is exactly what follows an unchunked prefill: ``cache_position`` ends at the last
+prompt position, the per-token inputs cover the whole prompt, and the cache is the one the chunks filled.
 """
 
 from __future__ import annotations
@@ -58,27 +58,33 @@ def _prefill(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
         return wrapped(*args, **kwargs)
     input_ids, config, model_kwargs = call.get("input_ids"), call.get("generation_config"), call.get("model_kwargs")
     chunk = getattr(config, "prefill_chunk_size", None)
-    mask = model_kwargs.get("attention_mask") if isinstance(model_kwargs, dict) else None
     if (
         not chunk
+        or not isinstance(model_kwargs, dict)
         or not isinstance(input_ids, torch.Tensor)
         or input_ids.dim() != 2
         or model_kwargs.get("inputs_embeds") is not None
-        or (mask is not None and mask.dim() != 2)
+        or getattr(model_kwargs.get("attention_mask"), "dim", lambda: 2)() != 2  # a custom 4-D mask
         or getattr(instance.config, "is_encoder_decoder", False)
+        or config.use_cache is False
+        or model_kwargs.get("use_cache") is False  # upstream refuses chunking without a cache: let it say so
     ):
         return wrapped(*args, **kwargs)
-    positions = model_kwargs.get("position_ids")
     length = input_ids.shape[1]
+    # Per-token inputs (mask, position_ids, token_type_ids, ...) are cut with the prompt, as generate() would
+    # have them for a prompt that ended there.
+    per_token = {
+        key: value for key, value in model_kwargs.items()
+        if key != "input_ids" and (key.endswith("_mask") or key.endswith("_ids"))
+        and isinstance(value, torch.Tensor) and value.dim() >= 2 and value.shape[-1] == length
+    }
     outputs = None
     config.prefill_chunk_size = None  # generate()'s own copy of the config; restored below
     try:
         for start in range(0, length, chunk):
             end = min(start + chunk, length)
-            if mask is not None:
-                model_kwargs["attention_mask"] = mask[:, :end]
-            if positions is not None:
-                model_kwargs["position_ids"] = positions[..., :end]
+            for key, value in per_token.items():
+                model_kwargs[key] = value[..., :end]
             model_kwargs["cache_position"] = torch.arange(start, end, dtype=torch.long, device=input_ids.device)
             call.update(input_ids=input_ids[:, :end], generation_config=config, model_kwargs=model_kwargs)
             outputs = wrapped(**call)
@@ -86,10 +92,7 @@ def _prefill(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
                 model_kwargs["past_key_values"] = outputs.past_key_values
     finally:
         config.prefill_chunk_size = chunk
-        if mask is not None:
-            model_kwargs["attention_mask"] = mask
-        if positions is not None:
-            model_kwargs["position_ids"] = positions
+        model_kwargs.update(per_token)
     return outputs
 
 
