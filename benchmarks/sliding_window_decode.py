@@ -15,8 +15,8 @@ that the comparison is like for like:
 
 Each pair runs both sides back to back in alternating order, the patch switched between runs (hf_genfix.
 disabled), never inside the timed region; both sides must give the same tokens. Times are this process's CPU
-time (``time.process_time``; torch runs one thread here), which the other jobs on a shared machine disturb far
-less than wall time. Printed: the median ratio
+time (``time.process_time``; torch runs one thread here), which the other jobs on a shared machine disturb less
+than wall time; on a loaded machine the best-of-N ratio and the wrapper-cost bound are the steadier figures. Printed: the median ratio
 patched / upstream per scenario (target <= 1.02), and the wrapper's own cost per ``update`` call timed alone.
 On a release outside 5.15-5.17 the patch is forced on when the release has what it wraps (past recording,
 5.15+), else there is nothing to measure.
@@ -33,7 +33,7 @@ PATCH = "sliding-window-draft-keys"
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--pairs", type=int, default=30)
+    parser.add_argument("--pairs", type=int, default=40)
     parser.add_argument("--new", type=int, default=64, help="new tokens per run")
     parser.add_argument("--hidden", type=int, default=32, help="hidden size of the tiny Mistral (window 8)")
     args = parser.parse_args()
@@ -116,10 +116,11 @@ def main() -> int:
             upstream_times.append(tu)
         ratio = statistics.median(ratios)
         upstream = statistics.median(upstream_times)
+        best = min(patched_times) / min(upstream_times)
         verdict = "ok" if ratio <= 1.02 else "ABOVE TARGET"
         print(f"  {name:11s} patched {statistics.median(patched_times) * 1e3:7.1f} ms  upstream {upstream * 1e3:7.1f} ms"
               f"  median ratio {ratio:.4f} (IQR {_quartile(ratios, 1):.4f}-{_quartile(ratios, 3):.4f})"
-              f"  target <= 1.02: {verdict}")
+              f"  target <= 1.02: {verdict}; best-of-{args.pairs} ratio {best:.4f}")
         # Noise-free bound: the wrapper's extra time per call x the update() calls of one run, over the run.
         print(f"  {'':11s} {calls} update() calls per run: wrapper cost bound {1 + calls * extra / upstream:.4f}")
     return 0
