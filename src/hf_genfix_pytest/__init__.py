@@ -1,10 +1,9 @@
 """The ``hf_genfix`` pytest plugin: the ``generation_checker`` fixture and the ``hf_genfix_disabled`` marker.
 
-pytest loads it at start-up wherever hf_genfix is installed (entry point ``pytest11``), so at start-up it imports
-nothing but pytest and hf_genfix itself: torch and transformers are imported by the first check that runs, and
-a test session without torch is unaffected. Importing hf_genfix activates it (its patches apply to transformers
-once imported, as in a program that does ``import hf_genfix``); the report header says so. Keep it out of a run
-with ``-p no:hf_genfix``, or switch the patches off with ``HF_GENFIX=off``.
+pytest loads it at start-up wherever hf_genfix is installed (entry point ``pytest11``). It lives outside the
+``hf_genfix`` package on purpose: importing ``hf_genfix`` activates its patches, and merely having hf_genfix
+installed must not change anybody's test suite. So at start-up it imports nothing but pytest; hf_genfix (and
+torch, transformers) are imported by the first test that uses the fixture or the marker.
 
     def test_generation(generation_checker):
         generation_checker(MyModelForCausalLM(tiny_config))     # fails the test with the report
@@ -28,14 +27,6 @@ def pytest_configure(config: Any) -> None:
         f"{MARKER}(*patch_ids): run the test with these hf_genfix patches disabled (every patch when none is "
         "named), e.g. to see what users without hf_genfix get",
     )
-
-
-def pytest_report_header(config: Any) -> str:
-    import hf_genfix
-
-    # Loading this plugin imports hf_genfix, which activates it: say so, and how to run without it.
-    return (f"hf_genfix {hf_genfix.__version__}: loaded by its pytest plugin, so its patches apply in this run as "
-            "after `import hf_genfix` (HF_GENFIX=off or -p no:hf_genfix to run without)")
 
 
 @pytest.fixture
