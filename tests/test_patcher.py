@@ -126,3 +126,21 @@ def test_require_and_undeclared_targets(module):
         p.require("genfix_fake_target:Base.missing")
     with pytest.raises(ValueError, match="does not list"):
         p.wrap("genfix_fake_target:Child.step", tag)
+
+
+def test_stacked_wrappers_are_seen_and_class_copies_adopted(module):
+    from hf_genfix._patcher import wrapped_by
+
+    inner = Patcher("inner", ("genfix_fake_target:Base.step",))
+    outer = Patcher("outer", ("genfix_fake_target:Base.step",))
+    inner.wrap_subclasses("genfix_fake_target:Base.step", tag)
+    outer.wrap("genfix_fake_target:Base.step", tag)
+    assert wrapped_by(module.Base.__dict__["step"], "inner")  # seen below another patch's wrapper
+
+    # transformers loads a remote-code class as type(name, (cls, Mixin), {**cls.__dict__}): a copy of the wrapper
+    copy = type("Copy", (module.Child,), dict(module.Child.__dict__))
+    assert patch_of(copy.__dict__["step"]) == "inner"
+    outer.undo()
+    inner.undo()
+    assert patch_of(copy.__dict__["step"]) is None and copy().step(1) == ("child", 1)
+    assert patch_of(module.Base.__dict__["step"]) is None

@@ -32,13 +32,17 @@ def patch_of(obj: Any) -> str | None:
     return None
 
 
+# wrapt 2.x's FunctionWrapper derives from BaseObjectProxy, not from ObjectProxy (which it did in 1.x).
+_PROXY = getattr(wrapt, "BaseObjectProxy", wrapt.ObjectProxy)
+
+
 def wrapped_by(obj: Any, patch_id: str) -> bool:
     """True when ``obj`` or anything it wraps is the wrapper of ``patch_id``."""
     seen = 0
     while obj is not None and seen < 64:
         if patch_of(obj) == patch_id:
             return True
-        obj = getattr(obj, "__wrapped__", None) if isinstance(obj, wrapt.ObjectProxy) else None
+        obj = getattr(obj, "__wrapped__", None) if isinstance(obj, _PROXY) else None
         seen += 1
     return False
 
@@ -135,7 +139,16 @@ class Patcher:
 
         def cover(cls: type) -> None:
             own = vars(cls).get(attr, _MISSING)
-            if own is not _MISSING and not wrapped_by(own, self.patch_id) and accept(cls):
+            if own is _MISSING:
+                return
+            if wrapped_by(own, self.patch_id):
+                if not any(owner is cls and name == attr for owner, name, _ in self._changes):
+                    # A class built from a copy of a wrapped class's __dict__ (transformers does this for
+                    # remote-code models) carries our wrapper without our record of it: adopt it, so that
+                    # revert() takes it off there too.
+                    self._adopt(cls, attr)
+                return
+            if accept(cls):
                 self._wrap_on(cls, attr, own, wrapper, None)
 
         for cls in _all_subclasses(base, include_self=True):
@@ -184,6 +197,18 @@ class Patcher:
         proxy._self_genfix_patch = self.patch_id
         self._set(parent, attr, proxy)
         return proxy
+
+    def _adopt(self, owner: type, attr: str) -> None:
+        change = (owner, attr, vars(owner)[attr])
+
+        def undo() -> None:
+            self._changes.remove(change)
+            current = vars(owner).get(attr, _MISSING)
+            if patch_of(current) == self.patch_id:
+                setattr(owner, attr, current.__wrapped__)
+
+        self._changes.append(change)
+        self._undo.append(undo)
 
     def _set(self, parent: Any, attr: str, new: Any) -> None:
         own = vars(parent) if hasattr(parent, "__dict__") else {}
