@@ -153,11 +153,19 @@ class Registry:
                 pending.remove(hook)
         self._hooks.clear()
 
-    @contextlib.contextmanager
-    def disabled(self, *patch_ids: str) -> Iterator[None]:
+    def _check_known(self, patch_ids: Sequence[str]) -> None:
         unknown = [p for p in patch_ids if p not in self._entries]
         if unknown:
-            raise KeyError(f"unknown patch id(s) {unknown}; known: {sorted(self._entries)}")
+            import difflib
+
+            hints = [difflib.get_close_matches(p, list(self._entries), n=1) for p in unknown]
+            hint = "; did you mean " + ", ".join(h[0] for h in hints if h) + "?" if any(hints) else ""
+            raise KeyError(f"unknown hf_genfix patch id(s) {', '.join(unknown)}{hint} "
+                           f"Known: {', '.join(sorted(self._entries))}")
+
+    @contextlib.contextmanager
+    def disabled(self, *patch_ids: str) -> Iterator[None]:
+        self._check_known(patch_ids)
         with self._lock:
             self._suppressed.append(set(patch_ids) or set(self._entries))
             self._reconcile(trigger="disabled()")
@@ -171,9 +179,7 @@ class Registry:
     @contextlib.contextmanager
     def forced(self, *patch_ids: str) -> Iterator[None]:
         """Install the given patches for the block even where the installed release is not affected."""
-        unknown = [p for p in patch_ids if p not in self._entries]
-        if unknown:
-            raise KeyError(f"unknown patch id(s) {unknown}; known: {sorted(self._entries)}")
+        self._check_known(patch_ids)
         with self._lock:
             previous = self.config
             toggles = dict(previous.toggles, **{p: "on" for p in patch_ids})
