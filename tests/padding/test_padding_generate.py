@@ -18,7 +18,7 @@ from padding_models import model_of, patches_decided  # noqa: F401 (autouse fixt
 from hf_genfix.fixes import right_padding
 from hf_genfix.oracles import DefectObserved, check_rows_against_reference, generate_steps, reference_logits
 from hf_genfix.oracles.generation import left_pad, right_pad
-from hf_genfix.oracles.padding import check_right_padded_generate, ragged_rows, same_as_left_padded
+from hf_genfix.oracles.padding import check_right_padded_generate, ragged_rows, check_same_as_left_padded
 
 ARCHS = ["llama", "gpt2", "gpt_neo", "mistral", "qwen2", "gemma"]
 PAD, EOS = 0, 2  # oracles.tiny
@@ -81,7 +81,7 @@ def test_a_row_that_stops_at_once_is_all_prompt():
     assert all(t == PAD for t in run.new_tokens(1)[1:])
 
 
-def _unchanged_by_the_patch(model, ids, **kwargs):
+def assert_unchanged_by_the_patch(model, ids, **kwargs):
     kwargs = dict(dict(max_new_tokens=3, do_sample=False), **kwargs)
     with torch.no_grad():
         patched = model.generate(ids, **kwargs)
@@ -93,13 +93,13 @@ def _unchanged_by_the_patch(model, ids, **kwargs):
 def test_batch_without_any_padding_is_left_alone():
     model = model_of("llama")
     ids, mask = left_pad(ragged_rows([4, 4, 4], seed=5), PAD)
-    _unchanged_by_the_patch(model, ids, attention_mask=mask, pad_token_id=PAD)
+    assert_unchanged_by_the_patch(model, ids, attention_mask=mask, pad_token_id=PAD)
 
 
 def test_left_padded_batch_is_left_alone():
     model = model_of("llama")
     ids, mask = left_pad(ragged_rows([6, 2, 4], seed=5), PAD)
-    _unchanged_by_the_patch(model, ids, attention_mask=mask, pad_token_id=PAD)
+    assert_unchanged_by_the_patch(model, ids, attention_mask=mask, pad_token_id=PAD)
 
 
 def test_prompt_part_of_the_output_is_left_aligned():
@@ -122,20 +122,20 @@ def test_no_mask_pad_differs_from_eos():
 def test_no_mask_pad_equals_eos_is_not_guessed():
     """With pad == eos a trailing eos may be the prompt's own: the call goes through unchanged."""
     ids, _ = right_pad(ragged_rows([6, 3], seed=8), EOS)
-    _unchanged_by_the_patch(model_of("llama"), ids, pad_token_id=EOS, eos_token_id=EOS)
+    assert_unchanged_by_the_patch(model_of("llama"), ids, pad_token_id=EOS, eos_token_id=EOS)
 
 
 def test_mask_with_holes_is_not_padding():
     ids = torch.tensor(ragged_rows([6, 6], seed=9))
     mask = torch.tensor([[1, 1, 0, 1, 1, 0], [1, 1, 1, 1, 1, 1]])
-    _unchanged_by_the_patch(model_of("llama"), ids, attention_mask=mask, pad_token_id=PAD)
+    assert_unchanged_by_the_patch(model_of("llama"), ids, attention_mask=mask, pad_token_id=PAD)
 
 
 @pytest.mark.parametrize("arch", ["llama", "gpt2", "qwen2"])
 def test_sampling_same_seed_same_as_left_padded(arch):
     model = model_of(arch)
     rows = ragged_rows([7, 2, 5, 4], seed=11)
-    same_as_left_padded(model, rows, pad_id=PAD, seed=1234, do_sample=True, max_new_tokens=6,
+    check_same_as_left_padded(model, rows, pad_id=PAD, seed=1234, do_sample=True, max_new_tokens=6,
                         return_dict_in_generate=True, output_scores=True)
 
 
@@ -143,7 +143,7 @@ def test_sampling_same_seed_same_as_left_padded(arch):
 def test_beam_search_same_as_left_padded(arch):
     model = model_of(arch)
     rows = ragged_rows([6, 2, 4], seed=12)
-    same_as_left_padded(model, rows, pad_id=PAD, num_beams=3, num_return_sequences=2, do_sample=False,
+    check_same_as_left_padded(model, rows, pad_id=PAD, num_beams=3, num_return_sequences=2, do_sample=False,
                         max_new_tokens=5, return_dict_in_generate=True, output_scores=True)
 
 
@@ -152,7 +152,7 @@ def test_beam_search_without_the_patch_differs():
     rows = ragged_rows([6, 2, 4], seed=12)
     with hf_genfix.disabled("right-padding"):
         with pytest.raises(DefectObserved):
-            same_as_left_padded(model, rows, pad_id=PAD, num_beams=3, do_sample=False, max_new_tokens=5,
+            check_same_as_left_padded(model, rows, pad_id=PAD, num_beams=3, do_sample=False, max_new_tokens=5,
                                 return_dict_in_generate=True, output_scores=True)
 
 

@@ -60,7 +60,7 @@ def skip_shared_kv_before_511(name: str) -> None:
         pytest.skip("Gemma-4 KV-shared layers ignore sharing without a cache before 5.11: no reference to check")
 
 
-def beam_search_equals_uncached(m, rows, what: str, **generate_kwargs) -> None:
+def check_beam_search_equals_uncached(m, rows, what: str, **generate_kwargs) -> None:
     """Beam search (3 beams, 3x the window) with a cache gives the sequences and scores of beam search without."""
     import torch
 
@@ -78,7 +78,7 @@ def beam_search_equals_uncached(m, rows, what: str, **generate_kwargs) -> None:
     assert diff <= 1e-4, f"{what}: beam scores differ from the uncached beam search by {diff}"
 
 
-def continue_with_a_new_turn(m, rows, first: int, turn: int, second: int, what: str, cache=None) -> None:
+def check_continuing_with_a_new_turn(m, rows, first: int, turn: int, second: int, what: str, cache=None) -> None:
     """generate() ``first`` tokens (into ``cache`` when given), append a new turn of ``turn`` tokens to every row,
     generate ``second`` more on the returned cache; every step of the second run against the no-cache forward of
     each row's whole sequence."""

@@ -15,7 +15,7 @@ pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from cache_construction_models import (  # noqa: E402, F401 (patches_decided: fixture)
-    at_least, beam_search_equals_uncached, continue_with_a_new_turn, model, patches_decided, skip_old_gemma2,
+    at_least, check_beam_search_equals_uncached, check_continuing_with_a_new_turn, model, patches_decided, skip_old_gemma2,
 )
 from hf_genfix.oracles import sliding as sw  # noqa: E402
 
@@ -83,7 +83,7 @@ def test_beam_search_past_the_window_equals_uncached(name, attn, implementation)
     _skip_out_of_scope(name, implementation, rows=2)
     m = model(name, attn)
     try:
-        beam_search_equals_uncached(m, sw.prompts(12, 6), f"{name}/{attn} {implementation} cache",
+        check_beam_search_equals_uncached(m, sw.prompts(12, 6), f"{name}/{attn} {implementation} cache",
                                     **_cache_kwargs(implementation))
     except ValueError as exc:
         _refused(exc, implementation)
@@ -93,5 +93,5 @@ def test_beam_search_past_the_window_equals_uncached(name, attn, implementation)
 def test_continuing_from_a_returned_cache(name, attn):
     """A second generate() on the cache the first one returned, after a new turn of 5 tokens per row."""
     skip_old_gemma2(name, rows=3)
-    continue_with_a_new_turn(model(name, attn), sw.prompts(12, 5, 9), 2 * W, 5, 2 * W,
+    check_continuing_with_a_new_turn(model(name, attn), sw.prompts(12, 5, 9), 2 * W, 5, 2 * W,
                              f"{name}/{attn} continued cache")

@@ -16,7 +16,7 @@ pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from cache_construction_models import (  # noqa: E402, F401 (patches_decided: fixture)
-    beam_search_equals_uncached, continue_with_a_new_turn, model, patches_decided, skip_shared_kv_before_511,
+    check_beam_search_equals_uncached, check_continuing_with_a_new_turn, model, patches_decided, skip_shared_kv_before_511,
 )
 from hf_genfix.oracles import DefectObserved, check_rows_against_reference, left_pad  # noqa: E402
 from hf_genfix.oracles import sliding as sw  # noqa: E402
@@ -87,10 +87,10 @@ def test_generation_stays_correct_and_inside_the_window(name, attn, cache, lengt
 @pytest.mark.parametrize("name", ["gemma4", "gemma4-shared-kv"])
 def test_beam_search_equals_uncached(name):
     skip_shared_kv_before_511(name)
-    beam_search_equals_uncached(model(name, "sdpa"), sw.prompts(12, 6), name)
+    check_beam_search_equals_uncached(model(name, "sdpa"), sw.prompts(12, 6), name)
 
 
 @pytest.mark.parametrize("name", ["gemma4", "gemma4-shared-kv"])
 def test_continuing_from_a_returned_cache(name):
     skip_shared_kv_before_511(name)
-    continue_with_a_new_turn(model(name, "eager"), sw.prompts(12, 5, 9), 2 * W, 5, 2 * W, f"{name} continued cache")
+    check_continuing_with_a_new_turn(model(name, "eager"), sw.prompts(12, 5, 9), 2 * W, 5, 2 * W, f"{name} continued cache")

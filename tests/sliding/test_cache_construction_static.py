@@ -19,7 +19,7 @@ pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from cache_construction_models import (  # noqa: E402, F401 (patches_decided: fixture)
-    continue_with_a_new_turn, model, patches_decided, skip_old_gemma2,
+    check_continuing_with_a_new_turn, model, patches_decided, skip_old_gemma2,
 )
 from hf_genfix.oracles import sliding as sw  # noqa: E402
 from hf_genfix.oracles.sliding_static import check_chunks, static_cache  # noqa: E402
@@ -65,4 +65,4 @@ def test_continuing_a_returned_static_cache(name, attn, lengths, first, turn, se
     m = model(name, attn)
     rows = sw.prompts(*lengths)
     cache = static_cache(m, len(rows), max(lengths) + first + turn + second + 2)
-    continue_with_a_new_turn(m, rows, first, turn, second, f"{name}/{attn} continued static cache", cache=cache)
+    check_continuing_with_a_new_turn(m, rows, first, turn, second, f"{name}/{attn} continued static cache", cache=cache)

@@ -46,7 +46,7 @@ def check_right_padded_generate(
     return figures
 
 
-def same_as_left_padded(
+def check_same_as_left_padded(
     model: Any, rows: Rows, pad_id: int | None = None, seed: int | None = None, what: str = "right-padded batch",
     **generate_kwargs: Any,
 ) -> dict[str, Any]:
