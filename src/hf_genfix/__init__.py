@@ -1,9 +1,10 @@
 """hf_genfix: keeps Hugging Face ``generate()`` correct across transformers releases.
 
-``import hf_genfix`` reads the HF_GENFIX* environment once, loads the patch manifests and registers post-import
-hooks on the transformers modules they target. It imports neither torch nor transformers: each patch is
-decided when its target modules are imported (or at once, if they already were), and only patches whose
-defect the installed release really has are installed. See ``hf_genfix.status()`` and ``hf-genfix list``.
+``import hf_genfix`` reads the HF_GENFIX* environment once (``ConfigError`` on a bad value, before anything is
+hooked) and waits for transformers; it imports neither torch nor transformers. Once transformers is imported, the
+patch manifests are loaded and their target modules hooked: each patch is decided when its target modules are
+imported (or at once, if they already were), and only patches whose defect the installed release really has are
+installed. See ``hf_genfix.status()`` and ``hf-genfix list``.
 """
 
 from __future__ import annotations
