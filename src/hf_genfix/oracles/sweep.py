@@ -10,19 +10,18 @@ not installed forced on (a failure one of them removes is explained by the catal
 this release, the catalog is wrong). What is left is reported as an unknown defect: architecture, scenario, step,
 logit difference.
 
-Scenario oracles that a patch family already provides (``oracles.decode``, ``oracles.sliding``,
-``oracles.padding``) are used when present; the fallbacks here are deliberately small.
+The scenario oracles are the families' own (``oracles.decode``, ``oracles.sliding``, ``oracles.generation``);
+only beam search is written here.
 """
 
 from __future__ import annotations
 
-import importlib
 import time
 import traceback
 from typing import Any, Callable, Iterable, Sequence
 
-from . import sliding
-from .generation import GenRun, check_rows_against_reference, generate_steps, left_pad
+from . import decode, sliding
+from .generation import check_rows_against_reference, generate_steps, left_pad
 from .outcome import DefectObserved, ProbeSkipped
 from .reference import ATOL, reference_logits
 from .tiny import tiny_config
@@ -149,14 +148,8 @@ def _composite(config: Any) -> bool:
 # -- the scenarios ----------------------------------------------------------------------------------------------
 # The oracles are the shared ones: generation.check_rows_against_reference (every step against the no-cache
 # reference), sliding.check_past_window / check_same_as_greedy (runs that go the whole length; tokens equal to
-# plain greedy), decode.check_manual_loop when the prepare-inputs family provides it. Only beam search and the
-# fallback decode loop are written here.
-def _maybe(module: str, name: str) -> Callable | None:
-    """A scenario oracle a patch family provides, if this checkout has it."""
-    try:
-        return getattr(importlib.import_module(f"hf_genfix.oracles.{module}"), name)
-    except (ImportError, AttributeError):
-        return None
+# plain greedy), decode.check_manual_loop (a hand-written loop through prepare_inputs_for_generation). Only beam
+# search is written here.
 
 
 @scenario("cached")
@@ -176,25 +169,7 @@ def left_padded(s: Subject) -> dict:
 @scenario("manual-loop")
 def manual_loop(s: Subject) -> dict:
     """Greedy decoding by hand: ``prepare_inputs_for_generation`` given the full ids, the cache and the mask."""
-    family = _maybe("decode", "check_manual_loop")
-    if family is not None:
-        return family(s.model)
-    import torch
-
-    rows = s.rows(6)
-    ids, mask = left_pad(rows)
-    past, steps = None, []
-    with torch.no_grad():
-        for _ in range(5):
-            inputs = s.model.prepare_inputs_for_generation(ids, past_key_values=past, attention_mask=mask,
-                                                           use_cache=True)
-            out = s.model(**{k: v for k, v in inputs.items() if v is not None})
-            steps.append(out.logits[:, -1])
-            past = getattr(out, "past_key_values", None) or getattr(out, "cache", None)
-            ids = torch.cat([ids, out.logits[:, -1].argmax(-1, keepdim=True)], dim=1)
-            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
-    run = GenRun(sequences=ids, step_logits=steps, prompt_width=len(rows[0]))
-    return check_rows_against_reference(s.model, rows, run, "manual decode loop")
+    return decode.check_manual_loop(s.model)
 
 
 @scenario("past-window")
