@@ -1,4 +1,4 @@
-"""Shared by tests/sliding/test_cache_construction*.py: tiny models built once per module run, the release, and
+"""Shared by tests/sliding/test_*.py: tiny models built once per module run, the release, and
 the skips for scenarios outside issue 5's range."""
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ def patches_decided():
     load_targets()
 
 
-def model(name: str, attn: str = "eager"):
+def model(name: str, attn: str = "eager", seed: int = 0):
     """``oracles.sliding.sliding_model(name)``, built once (skip where the release cannot build it)."""
-    key = (name, attn)
+    key = (name, attn, seed)
     if key not in _models:
         try:
-            _models[key] = sw.sliding_model(name, attn=attn)
+            _models[key] = sw.sliding_model(name, attn=attn, seed=seed)
         except ProbeSkipped as exc:
             pytest.skip(str(exc))
     return _models[key]

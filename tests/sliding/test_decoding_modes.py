@@ -23,32 +23,9 @@ transformers = pytest.importorskip("transformers")
 
 from hf_genfix.oracles import ProbeSkipped  # noqa: E402
 from hf_genfix.oracles import sliding as sw  # noqa: E402
+from cache_construction_models import model, patches_decided, release  # noqa: E402,F401
 
 W = sw.WINDOW
-_models: dict = {}
-
-
-@pytest.fixture(autouse=True)
-def _patches_decided():
-    from hf_genfix.cli import load_targets
-
-    load_targets()
-
-
-def model(name: str, attn: str = "eager", seed: int = 0):
-    key = (name, attn, seed)
-    if key not in _models:
-        try:
-            _models[key] = sw.sliding_model(name, attn=attn, seed=seed)
-        except ProbeSkipped as exc:
-            pytest.skip(str(exc))
-    return _models[key]
-
-
-def _release():
-    from packaging.version import Version
-
-    return Version(Version(transformers.__version__).base_version)
 
 
 def _skip_unsupported(exc: Exception) -> None:
@@ -91,12 +68,12 @@ def test_assisted_decoding_matches_greedy(request, name, attn, draft, prompt, ne
 
     from hf_genfix.oracles import DefectObserved
 
-    if name == "gemma2" and _release() < Version("4.53.0"):
+    if name == "gemma2" and release() < Version("4.53.0"):
         request.applymarker(pytest.mark.xfail(
             raises=DefectObserved, strict=True,
             reason="4.46: Gemma-2 is only correct past the window with its HybridCache; assisted decoding gives it a "
                    "DynamicCache and its tokens part from greedy (measured on 4.46.3, gone by 4.53.3; not fixed here)"))
-    if draft >= 3 and Version("5.15.0") <= _release() < Version("5.16.0"):
+    if draft >= 3 and Version("5.15.0") <= release() < Version("5.16.0"):
         pytest.skip("5.15.0 crops the drafter's cache by one token whatever was rejected, which breaks drafts of "
                     "3+ tokens on every architecture (llama too; fixed in 5.16.0): not a sliding-window defect")
     target, drafter = model(name, attn), model(name, attn, seed=1)
@@ -122,7 +99,7 @@ def test_prompt_lookup_matches_greedy(name, attn):
         figures = _same_as_greedy(model(name, attn), row, 3 * W, f"{name} ({attn}) prompt lookup",
                                   prompt_lookup_num_tokens=3)
     except DefectObserved as exc:
-        if _release() < Version("4.53.0") and "new tokens for max_new_tokens" in exc.message:
+        if release() < Version("4.53.0") and "new tokens for max_new_tokens" in exc.message:
             pytest.xfail("4.46: prompt lookup can return one token more than max_new_tokens (all greedy's) on "
                          "every architecture, llama too: a length defect of old releases, not a sliding-window one")
         raise
@@ -164,7 +141,7 @@ def test_chunked_prefill_matches_no_cache_forward(name, attn, batch):
 
     if not hasattr(GenerationConfig(), "prefill_chunk_size"):
         pytest.skip("generate() has no prefill_chunk_size on this release")
-    if batch > 1 and _release() < Version("5.0.0"):
+    if batch > 1 and release() < Version("5.0.0"):
         pytest.skip("the 4.x chunk loop sets position_ids = cache_position, ignoring left padding, on every "
                     "architecture (llama too): a padding defect of 4.53-4.57, not a sliding-window one")
     rows = sw.prompts(3 * W, 2 * W + 5, 3 * W - 3)[:batch]
