@@ -52,6 +52,8 @@ GOOD = dict(id="x-y", summary="s", family="padding", targets=["m:A.b"], affected
         ({"family": "other"}, "family"),
         ({"evidence": {"scenario": "only"}}, "evidence"),
         ({"fixed_upstream": {"ref": "#1"}}, "fixed_upstream"),
+        ({"sweep": ["Left Padded"]}, "sweep"),
+        ({"sweep": "left-padded"}, "sweep"),
     ],
 )
 def test_invalid_manifests_are_rejected(change, message):

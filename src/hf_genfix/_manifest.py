@@ -21,11 +21,12 @@ class ManifestError(ValueError):
 
 
 _REQUIRED = ("id", "summary", "family", "targets", "affected", "fix", "probe", "evidence")
-_OPTIONAL = ("fixed_upstream",)
+_OPTIONAL = ("fixed_upstream", "sweep")
 _FAMILIES = ("padding", "prepare-inputs", "sliding-window", "test")
 _ID = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+_CLAIM = re.compile(r"^[a-z0-9][\w-]*(/[\w*?\[\]-]+)?$")  # "scenario" or "scenario/model-type-glob"
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class Manifest:
     probe: str
     evidence: Mapping[str, str]
     fixed_upstream: Mapping[str, str] = field(default_factory=dict)
+    sweep: tuple[str, ...] = ()  # the doctor --sweep scenarios whose failures this defect explains
     path: str = ""
 
     @property
@@ -114,6 +116,9 @@ def parse(data: Mapping[str, object], where: str = "<manifest>") -> Manifest:
     fixed = data.get("fixed_upstream", {})
     if not isinstance(fixed, dict) or (fixed and "version" not in fixed):
         raise fail("fixed_upstream must be a table with 'version' (and 'ref')")
+    claims = data.get("sweep", [])
+    if not isinstance(claims, list) or not all(isinstance(c, str) and _CLAIM.match(c) for c in claims):
+        raise fail("sweep must be a list of 'scenario' or 'scenario/model-type-glob' strings")
     return Manifest(
         id=pid,
         summary=data["summary"].strip(),
@@ -124,5 +129,6 @@ def parse(data: Mapping[str, object], where: str = "<manifest>") -> Manifest:
         probe=data["probe"],
         evidence=dict(evidence),
         fixed_upstream=dict(fixed),
+        sweep=tuple(claims),
         path=where,
     )

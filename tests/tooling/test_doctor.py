@@ -85,3 +85,35 @@ def test_judge_covers_the_not_needed_and_not_reproduced_cases():
     assert doctor.judge("applied", True, ok, ok, "5.0.0", ">=5")[0] == "not-reproduced"
     assert doctor.judge("forced", False, defect, ok, "5.0.0", "<4")[0] == "catalog-wrong"
     assert doctor.judge("drift", True, defect, None, "5.0.0", ">=5")[0] == "unprotected"
+
+
+def test_time_over_the_budget_is_reported_never_judged(make_registry, capsys, monkeypatch):
+    monkeypatch.setattr(doctor, "BUDGET_S", 0.0)
+    code = doctor.main([], registry=make_registry("fixed-here"))
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert code == 0 and last.startswith("OK: 1 patches checked; took ")
+    assert "budget 0 s, over the budget: a busy machine, not a failure" in last and "OVER BUDGET" not in last
+
+
+def test_the_text_says_what_verdicts_and_numbers_mean(make_registry, capsys):
+    doctor.main([], registry=make_registry("fixed-here", "unaffected-but-defect"))
+    out = capsys.readouterr().out
+    assert "DEFECT, diff 1" in out  # the fixture probe's max_logit_diff
+    assert "max |logit| difference against the oracle" in out
+    assert f"  fixed: {doctor.MEANING['fixed']}" in out
+    assert f"  catalog-wrong: {doctor.MEANING['catalog-wrong']} (exit status 1)" in out
+    assert "  fixed-here             fixture fixed-here" in out  # each patch's one-line summary
+
+
+def test_differential_goes_with_sweep(make_registry):
+    with pytest.raises(SystemExit) as exc:
+        doctor.main(["--differential"], registry=make_registry("fixed-here"))
+    assert exc.value.code == 2
+
+
+def test_sweep_progress_goes_to_stderr(make_registry, capsys):
+    code = doctor.main(["--sweep", "--arch", "llama", "--scenario", "cached"], registry=make_registry("fixed-here"))
+    captured = capsys.readouterr()
+    assert code == 0
+    assert "hf-genfix doctor --sweep [1/1] llama: 1 scenarios in " in captured.err and "elapsed" in captured.err
+    assert "sweep: OK: 0 unknown defect(s), 0 worse than upstream" in captured.out

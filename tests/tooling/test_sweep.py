@@ -1,7 +1,9 @@
 """``hf-genfix doctor --sweep``: which architectures it covers, and how a failure is attributed.
 
 The attribution is tested with fake scenarios against the fixture registry (doctor_fixture.py): a failure that
-only a patch causes, one that a not-installed patch explains, one nothing explains, a crash, "not supported".
+only a patch causes, one that a not-installed patch explains, one nothing explains, a crash, "not supported", a
+scenario a manifest claims; "unsupported" is decided from real tiny models (RWKV ignores the mask, TrOCR's
+decoder takes no position ids).
 """
 
 from __future__ import annotations
@@ -11,7 +13,10 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from doctor_fixture import make_registry  # noqa: E402,F401 - a fixture
+from doctor_fixture import PKG, make_registry, manifest  # noqa: E402,F401 - make_registry is a fixture
+from hf_genfix._config import Config  # noqa: E402
+from hf_genfix._manifest import load_dir  # noqa: E402
+from hf_genfix._registry import Registry  # noqa: E402
 from hf_genfix.oracles import DefectObserved, sweep  # noqa: E402
 
 
@@ -70,20 +75,29 @@ def test_failures_are_attributed(make_registry, fake_scenarios):
     names = ["only_when_patched", "unless_forced", "always_wrong", "crashes", "unsupported"]
     out = sweep.run_sweep(registry, archs=["llama", "not-a-model-type"], scenarios=names)
     assert set(out["not_buildable"]) == {"not-a-model-type"}
-    outcomes = {k: v["outcome"] for k, v in out["architectures"]["llama"]["scenarios"].items()}
+    per = out["architectures"]["llama"]["scenarios"]
+    outcomes = {k: v["outcome"] for k, v in per.items()}
     assert outcomes == {"only_when_patched": "defect", "unless_forced": "defect", "always_wrong": "defect",
-                        "crashes": "crash", "unsupported": "skipped"}
+                        "crashes": "crash", "unsupported": "unsupported"}
+    verdicts = {k: v["verdict"] for k, v in per.items()}
+    assert verdicts == {"only_when_patched": "worse", "unless_forced": "catalog-wrong", "always_wrong": "unknown",
+                        "crashes": "unknown", "unsupported": "unsupported"}
     unknown = {f["scenario"]: f for f in out["unknown"]}
     assert set(unknown) == {"only_when_patched", "always_wrong", "crashes"}
-    assert unknown["only_when_patched"]["cause"].startswith("hf_genfix: passes with every patch off")
+    assert unknown["only_when_patched"]["cause"].startswith("hf_genfix: upstream passes with every patch off")
     assert (unknown["always_wrong"]["arch"], unknown["always_wrong"]["step"],
             unknown["always_wrong"]["max_logit_diff"]) == ("llama", 3, 0.25)
     assert unknown["crashes"]["kind"] == "crash" and "KeyError" in unknown["crashes"]["message"]
-    (explained,) = out["explained"]
-    assert explained["explained_by"] == "unaffected-but-defect" and explained["catalog_wrong"] is True
+    (known,) = out["known"]
+    assert known["explained_by"] == "unaffected-but-defect" and known["catalog_wrong"] is True
+    assert known["summary"] == "fixture unaffected-but-defect"
+    (refused,) = out["unsupported"]
+    assert refused["scenario"] == "unsupported" and "does not support the static cache" in refused["cause"]
     assert sweep.failed(out)
     text = sweep.render_text(out)
-    assert "UNKNOWN DEFECT: llama / always_wrong (defect, step 3, logit diff 0.25)" in text
+    assert "UNKNOWN DEFECT: llama / always_wrong (defect, step 3, max |logit diff| vs the oracle 0.25)" in text
+    assert "WORSE THAN UPSTREAM: llama / only_when_patched" in text
+    assert "unknown = a defect no manifest explains" in text and "max |logit| difference against the oracle" in text
     # The registry is as it was: the fixture patch installed, the other one not.
     assert {s.id: s.state for s in registry.status()} == {"fixed-here": "applied",
                                                          "unaffected-but-defect": "not-needed"}
@@ -95,8 +109,77 @@ def test_budget_stops_starting_architectures(make_registry):
 
 
 def test_an_architecture_where_everything_crashes_alike_is_unusable_not_a_defect(make_registry, monkeypatch):
-    for name in ("first", "second"):
+    for name in ("first", "second", "third"):
         monkeypatch.setitem(sweep.SCENARIOS, name, crashes)
     out = sweep.run_sweep(make_registry("fixed-here"), archs=["llama"], scenarios=["first", "second"])
+    assert len(out["unknown"]) == 2  # two alike are two findings: `--scenario A --scenario B` runs only two
+    out = sweep.run_sweep(make_registry("fixed-here"), archs=["llama"], scenarios=["first", "second", "third"])
     assert out["unknown"] == [] and out["unusable"]["llama"].startswith("KeyError: 'boom'")
     assert "unusable tiny: llama" in sweep.render_text(out)
+
+
+def _claiming_registry(tmp_path, claims):
+    """The fixture's "unaffected-but-defect" patch, affected everywhere and claiming ``claims``; switched off."""
+    mdir = tmp_path / "claims"
+    mdir.mkdir()
+    text = manifest("claimer", ">=0", "install_other", "probe_other")
+    text = text.replace("[evidence]", f"sweep = {claims!r}\n[evidence]".replace("'", '"'))
+    (mdir / "claimer.toml").write_text(text)
+    registry = Registry(load_dir(mdir), Config(toggles={"claimer": "off"}))
+    registry.activate()
+    return registry
+
+
+@pytest.mark.parametrize("claims, verdict", [(["always_wrong"], "known"), (["beam", "always_wrong/ll*"], "known"),
+                                             (["always_wrong/gpt2"], "unknown"), (["beam"], "unknown")])
+def test_a_manifest_claims_scenarios(make_registry, fake_scenarios, tmp_path, claims, verdict):
+    make_registry()  # writes the fixture package
+    registry = _claiming_registry(tmp_path, claims)
+    try:
+        out = sweep.run_sweep(registry, archs=["llama"], scenarios=["always_wrong"])
+    finally:
+        registry.revert()
+    finding = (out["known"] + out["unknown"])[0]
+    assert finding["verdict"] == verdict
+    if verdict == "known":
+        assert finding["explained_by"] == "claimer" and "patch disabled here" in finding["cause"]
+        assert not sweep.failed(out)
+
+
+def test_claimed_scenarios_exist():
+    from pathlib import Path
+
+    for m in load_dir(Path(__file__).resolve().parents[2] / "patches"):
+        for claim in m.sweep:
+            assert claim.partition("/")[0] in sweep.SCENARIOS, (m.id, claim)
+
+
+def test_unsupported_is_read_from_the_model(make_registry):
+    lines = []
+    out = sweep.run_sweep(make_registry("fixed-here"), archs=["rwkv", "trocr"],
+                          scenarios=["left-padded", "manual-loop"], progress=lines.append)
+    why = {(f["arch"], f["scenario"]): f["cause"] for f in out["unsupported"]}
+    assert "ignores attention_mask" in why["rwkv", "left-padded"]
+    assert "no position_ids" in why["trocr", "left-padded"]
+    assert out["architectures"]["rwkv"]["scenarios"]["manual-loop"]["verdict"] == "unsupported"  # no KV cache
+    assert out["unknown"] == [] and not sweep.failed(out)
+    assert lines[0].startswith("[1/2] rwkv: 2 scenarios in ") and "elapsed" in lines[1]
+
+
+def test_new_scenarios_pass_on_llama_without_hf_genfix(make_registry):
+    """The added scenarios' oracles accept what a correct release does (upstream llama, every patch off), so a
+    failure they report means something. (Multi-turn's first turn is right-padded: upstream's known defect.)"""
+    import hf_genfix
+    import transformers
+    from packaging.version import Version
+
+    names = ["unpadded-batch", "assisted-4-tokens", "chunk-after-cache", "left-padded-chunked-prefill"]
+    with hf_genfix.disabled():
+        out = sweep.run_sweep(make_registry("fixed-here"), archs=["llama"], scenarios=names)
+    verdicts = {k: v["verdict"] for k, v in out["architectures"]["llama"]["scenarios"].items()}
+    release = Version(Version(transformers.__version__).base_version)
+    if release < Version("4.51"):  # no prefill_chunk_size yet
+        assert verdicts.pop("left-padded-chunked-prefill") == "skipped"
+    elif release < Version("5.3"):  # huggingface/transformers#43082: chunk positions ignore the padding
+        assert verdicts.pop("left-padded-chunked-prefill") in ("unknown", "known")
+    assert set(verdicts.values()) == {"pass"}, verdicts

@@ -2,44 +2,81 @@
 
 The catalog (patches/) only knows the defects somebody found. The sweep looks for the next ones: for each
 decoder-only model type this release can build tiny from its config, it runs the generation paths that have
-broken before -- cached against uncached, a left-padded batch against each row alone, a hand-written decode loop,
-generation past a sliding window, assisted and prompt-lookup decoding, beam search, chunked prefill and a static
-cache -- against the no-cache reference, with the patches installed as the user has them. A failure is then
-retried with every patch off (a failure that goes away is caused by hf_genfix itself) and with each patch that is
-not installed forced on (a failure one of them removes is explained by the catalog; if that patch's range excludes
-this release, the catalog is wrong). What is left is reported as an unknown defect: architecture, scenario, step,
-logit difference.
+broken before (``SCENARIOS``: cached against uncached, padded and unpadded batches, hand-written decode loops,
+chunked prefill, sliding windows, assisted and prompt-lookup decoding, beam search, a static cache, a second turn)
+against the no-cache reference, with the patches installed as the user has them. Each scenario gets a verdict:
+
+- ``pass``: the output matches the oracle;
+- ``skipped``: the scenario cannot run on this release (e.g. no ``prefill_chunk_size`` before 4.51);
+- ``unsupported``: the model cannot do what the scenario asks, decided from the model itself (``Subject``): it
+  keeps no attention KV cache, its forward takes no ``position_ids`` or ignores ``attention_mask`` (a padded
+  scenario fails), or transformers refuses the call in words ("does not support", "cannot use");
+- ``known``: a defect of the catalog: a manifest claims the scenario (its optional ``sweep`` key, below) and its
+  patch is not installed here or leaves upstream's output as it is, or forcing a not-installed patch removes it;
+- ``catalog-wrong``: a patch removes it, but the patch's ``affected`` range excludes this release (exit 1);
+- ``worse``: upstream (every patch off, ``differential.differential``) passes where hf_genfix fails (exit 1);
+- ``unknown``: a defect nothing explains (exit 1): architecture, scenario, step, logit difference.
+
+A manifest claims scenarios with ``sweep = ["scenario", "scenario/arch-glob", ...]`` (docs/writing-a-patch.md):
+the failures its defect produces on releases inside its ``affected`` range, on every architecture or on the
+model types the glob matches. New patches claim their scenarios there, without a change here.
+
+With ``differential=True`` (``doctor --sweep --differential``) every scenario also runs without hf_genfix and the
+pair is judged by ``differential.compare`` (identical / corrected / same-exception / ... / worse).
 
 The scenario oracles are the families' own (``oracles.decode``, ``oracles.sliding``, ``oracles.generation``);
-only beam search is written here.
+only beam search, the multi-turn and the chunk-after-cache checks are written here.
 """
 
 from __future__ import annotations
 
+import fnmatch
+import inspect
+import sys
 import time
-import traceback
+import warnings
 from typing import Any, Callable, Iterable, Sequence
 
-from . import decode, sliding
-from .generation import check_rows_against_reference, generate_steps, left_pad
+from . import decode, differential, sliding
+from .generation import check_rows_against_reference, generate_steps, left_pad, right_pad
 from .outcome import DefectObserved, ProbeSkipped
-from .reference import ATOL, reference_logits
+from .reference import ATOL, assert_close, reference_logits
 from .tiny import tiny_config
 
 WINDOW = sliding.WINDOW
 MAX_PARAMS = 2_000_000
+FULL_SEARCHES = 2  # architectures per scenario on which every not-installed patch is forced to explain a failure
 # Words in an exception that mean "this architecture does not do that" rather than "this is broken".
 _UNSUPPORTED = ("not support", "isn't supported", "is not supported", "not compatible", "not implemented",
                 "doesn't support", "does not have", "not available", "only supported", "requires", "cannot use")
-# Scenarios that rewind, chunk or pre-allocate an attention KV cache (recurrent state cannot do that).
-_NEEDS_KV = ("manual-loop", "assisted", "prompt-lookup", "chunked-prefill", "static-cache")
+
+# Verdicts per scenario; the last three make the exit status 1.
+PASS, SKIPPED, UNSUPPORTED, KNOWN = "pass", "skipped", "unsupported", "known"
+CATALOG_WRONG, WORSE, UNKNOWN = "catalog-wrong", "worse", "unknown"
+FAILING = (CATALOG_WRONG, WORSE, UNKNOWN)
+MEANING = {
+    PASS: "the output matches the oracle",
+    SKIPPED: "the scenario cannot run on this release",
+    UNSUPPORTED: "the model cannot do what the scenario asks (the reason says why); not a defect",
+    KNOWN: "a defect in the catalog (the patch id named); not new",
+    CATALOG_WRONG: "a patch removes it, but its affected range excludes this release: the catalog is wrong",
+    WORSE: "upstream passes with every patch off, hf_genfix fails: a regression hf_genfix causes",
+    UNKNOWN: "a defect no manifest explains: new",
+}
 
 Scenario = Callable[["Subject"], dict]
 SCENARIOS: dict[str, Scenario] = {}
 
 
-def scenario(name: str) -> Callable[[Scenario], Scenario]:
+def scenario(name: str, needs: Sequence[str] = (), record_forward: bool = False) -> Callable[[Scenario], Scenario]:
+    """Register a scenario. ``needs``: "kv" (it rewinds, chunks or pre-allocates an attention KV cache: not run on
+    a model without one), "padding" (its batch is padded: a failure of a model that cannot take padding is
+    ``unsupported``). ``record_forward``: the scenario calls the model by hand, so the differential compares every
+    forward's logits (generate() outputs are always compared)."""
+
     def register(func: Scenario) -> Scenario:
+        func.needs = tuple(needs)  # type: ignore[attr-defined]
+        func.record_forward = record_forward  # type: ignore[attr-defined]
         SCENARIOS[name] = func
         return func
 
@@ -58,23 +95,30 @@ def decoder_only_types() -> list[str]:
 
 
 class Subject:
-    """One architecture built tiny: the target model, and a draft of the same type (another seed) on demand."""
+    """One architecture built tiny: the target model, what it can do (read from the model, not from a list),
+    and on demand a draft of the same type (another seed) and a 1-layer copy (same seed) as assistants."""
 
     def __init__(self, model_type: str):
         self.model_type = model_type
-        self.overrides = _sliding_overrides(model_type)
+        self.overrides = dict(_sliding_overrides(model_type), **_ssm_overrides(model_type))
         self.sliding = bool(self.overrides)
         self.model = build(model_type, seed=0, **self.overrides)
         self._draft: Any = None
+        self._copy: Any = None
         vocab = self.model.config.get_text_config().vocab_size if hasattr(self.model.config, "get_text_config") \
             else self.model.config.vocab_size
         self.vocab = min(int(vocab), 128)
         self.kv_cache = self._check_causal_and_cache()
+        self.takes_position_ids = "position_ids" in inspect.signature(self.model.forward).parameters
+        self.ignores_mask = self._ignores_mask()
+        self._padding: str | None = None
 
     def _check_causal_and_cache(self) -> bool:
         """Skip what is not a causal LM here (an encoder used as a decoder attends to later tokens); say whether
         the model keeps an attention KV cache (recurrent models keep a state that cannot be rewound)."""
         import torch
+
+        from ..helpers.decode import cache_from_outputs
 
         (row,) = self.rows(8, seed=99)
         full = reference_logits(self.model, row)
@@ -84,17 +128,72 @@ class Subject:
         ids = torch.tensor([row])
         with torch.no_grad():
             out = self.model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=True)
-        cache = getattr(out, "past_key_values", None) or getattr(out, "cache", None)
+        cache = cache_from_outputs(out)
         try:
             return cache is not None and int(cache.get_seq_length()) == len(row)
         except Exception:  # noqa: BLE001 - legacy tuples, recurrent states: no rewindable KV cache
             return isinstance(cache, tuple)
+
+    def _ignores_mask(self) -> bool:
+        """Whether masking out the first tokens leaves the last logits bitwise unchanged (RWKV says so in a log
+        line, once per process; the logits say it every time)."""
+        import torch
+
+        (row,) = self.rows(6, seed=98)
+        ids = torch.tensor([row])
+        masked = torch.ones_like(ids)
+        masked[0, :2] = 0
+        with torch.no_grad():
+            plain = self.model(input_ids=ids, attention_mask=torch.ones_like(ids)).logits[0, -1]
+            hidden = self.model(input_ids=ids, attention_mask=masked).logits[0, -1]
+        return bool(torch.equal(plain, hidden))
+
+    def padding_problem(self) -> str:
+        """Why the model cannot take a left-padded row ("" when it can): one forward of a row behind two pads,
+        with the mask and, where its forward takes them, position ids that skip the pads, must give the unpadded
+        row's logits. Models without position_ids pass when the mask alone places the tokens (ALiBi, recurrent)
+        and fail when their positions count the pads (TrOCR's learned positions)."""
+        import torch
+
+        if self._padding is None:
+            (row,) = self.rows(6, seed=97)
+            ids = torch.tensor([[0, 0] + row])
+            mask = torch.tensor([[0, 0] + [1] * len(row)])
+            extra = {"position_ids": (mask.cumsum(-1) - 1).clamp(min=0)} if self.takes_position_ids else {}
+            with torch.no_grad():
+                logits = self.model(input_ids=ids, attention_mask=mask, **extra).logits[0, 2:]
+            diff = float((logits.float() - reference_logits(self.model, row)).abs().max())
+            self._padding = "" if diff <= ATOL else (
+                f"a left-padded forward differs from the unpadded row by {diff:.3g} (its forward takes "
+                f"{'position_ids' if self.takes_position_ids else 'no position_ids'}): it cannot take padding")
+        return self._padding
+
+    def lacks(self, needs: Sequence[str]) -> str:
+        """Why the model cannot do what a scenario with ``needs`` asks ("" when it can)."""
+        if "kv" in needs and not self.kv_cache:
+            return "no attention KV cache in this architecture (a recurrent state cannot be rewound or chunked)"
+        if "padding" in needs and self.ignores_mask:
+            return "the model ignores attention_mask (masking tokens out leaves its logits unchanged)"
+        if "padding" in needs:
+            return self.padding_problem()
+        return ""
 
     @property
     def draft(self) -> Any:
         if self._draft is None:
             self._draft = build(self.model_type, seed=1, **self.overrides)
         return self._draft
+
+    @property
+    def small_copy(self) -> Any:
+        """A 1-layer model of the same type and seed (its first layer and embeddings are the target's): an
+        assistant whose drafts are partly accepted. The target itself where one layer cannot be built."""
+        if self._copy is None:
+            try:
+                self._copy = build(self.model_type, seed=0, **dict(self.overrides, num_hidden_layers=1))
+            except Exception:  # noqa: BLE001 - architectures that need 2 layers (a hybrid's two kinds)
+                self._copy = self.model
+        return self._copy
 
     def rows(self, *lengths: int, seed: int = 0) -> list[list[int]]:
         import torch
@@ -111,6 +210,21 @@ def _sliding_overrides(model_type: str) -> dict[str, Any]:
     out: dict[str, Any] = {"sliding_window": WINDOW}
     if hasattr(config, "use_sliding_window"):
         out.update(use_sliding_window=True, max_window_layers=1)
+    return out
+
+
+# State-space (Mamba-2) mixers of hybrid models keep their full-size defaults under the tiny text sizes (Falcon-H1:
+# 128 heads, state 256, chunks of 256): without the optional kernels their reference scan then takes seconds per
+# step, a third of the whole sweep. Small values where the config has them (heads x head size = inner size).
+_SSM_SIZES = {"mamba_n_heads": 8, "mamba_d_head": 8, "mamba_d_ssm": 64, "mamba_d_state": 16, "mamba_chunk_size": 16}
+
+
+def _ssm_overrides(model_type: str) -> dict[str, Any]:
+    config = tiny_config(model_type)
+    out = {k: v for k, v in _SSM_SIZES.items()
+           if isinstance(getattr(config, k, None), int) and getattr(config, k) > v}
+    if "mamba_d_ssm" in out or "mamba_n_heads" in out:
+        out.update({k: _SSM_SIZES[k] for k in ("mamba_n_heads", "mamba_d_head", "mamba_d_ssm") if hasattr(config, k)})
     return out
 
 
@@ -148,8 +262,7 @@ def _composite(config: Any) -> bool:
 # -- the scenarios ----------------------------------------------------------------------------------------------
 # The oracles are the shared ones: generation.check_rows_against_reference (every step against the no-cache
 # reference), sliding.check_past_window / check_same_as_greedy (runs that go the whole length; tokens equal to
-# plain greedy), decode.check_manual_loop (a hand-written loop through prepare_inputs_for_generation). Only beam
-# search is written here.
+# plain greedy), decode.check_manual_loop (a hand-written loop through prepare_inputs_for_generation).
 
 
 @scenario("cached")
@@ -159,34 +272,94 @@ def cached(s: Subject) -> dict:
     return check_rows_against_reference(s.model, rows, run, "cached generate() vs no-cache forward")
 
 
-@scenario("left-padded")
+@scenario("left-padded", needs=("padding",))
 def left_padded(s: Subject) -> dict:
     rows = s.rows(7, 3, 10)
     run = generate_steps(s.model, *left_pad(rows), max_new_tokens=6)
     return check_rows_against_reference(s.model, rows, run, "left-padded batch vs each row alone")
 
 
-@scenario("manual-loop")
+@scenario("unpadded-batch")
+def unpadded_batch(s: Subject) -> dict:
+    """Two rows of the same length, no padding: rows must not mix (RWKV's one-token step broadcasts them)."""
+    import torch
+
+    rows = s.rows(8, 8, seed=3)
+    ids = torch.tensor(rows)
+    run = generate_steps(s.model, ids, torch.ones_like(ids), max_new_tokens=6)
+    return check_rows_against_reference(s.model, rows, run, "unpadded batch of 2 vs each row alone")
+
+
+@scenario("manual-loop", needs=("kv", "padding"), record_forward=True)
 def manual_loop(s: Subject) -> dict:
     """Greedy decoding by hand: ``prepare_inputs_for_generation`` given the full ids, the cache and the mask."""
     return decode.check_manual_loop(s.model)
 
 
-@scenario("past-window")
+@scenario("chunk-after-cache", needs=("kv",), record_forward=True)
+def chunk_after_cache(s: Subject) -> dict:
+    """A cached 3-token prefix (a system prompt), then a 10-token chunk through ``prepare_inputs_for_generation``
+    with the caller's explicit ``cache_position``: all 10 tokens are new and every one's logits must match."""
+    import torch
+
+    from ..helpers.decode import cache_from_outputs
+
+    prefix, chunk = s.rows(3, 10, seed=5)
+    with torch.no_grad():
+        cache = cache_from_outputs(s.model(input_ids=torch.tensor([prefix]), use_cache=True))
+        inputs = s.model.prepare_inputs_for_generation(torch.tensor([chunk]), past_key_values=cache,
+                                                       cache_position=torch.arange(3, 13), use_cache=True)
+        logits = s.model(**inputs).logits[0]
+    expected = reference_logits(s.model, prefix + chunk)[3:]
+    diff = assert_close(logits, expected, "a 10-token chunk after a cached 3-token prefix, explicit cache_position "
+                                          "(logits of the chunk vs a no-cache forward of prefix + chunk)")
+    return {"max_logit_diff": diff, "tokens": len(chunk)}
+
+
+@scenario("multi-turn", needs=("padding",))
+def multi_turn(s: Subject) -> dict:
+    """A right-padded first turn, then the usual continuation ``generate(out, attention_mask=cat([mask, ones]))``:
+    each row must get, over both turns, what it gets alone."""
+    import torch
+
+    rows = s.rows(7, 3, 10, 5, seed=7)
+    ids, mask = right_pad(rows)
+    stop = dict(pad_token_id=0, eos_token_id=None)
+    first = generate_steps(s.model, ids, mask, max_new_tokens=3, **stop)
+    check_rows_against_reference(s.model, rows, first, "multi-turn: first turn on right-padded prompts",
+                                 eos_token_id=[])
+    grown = torch.cat([mask, mask.new_ones((mask.shape[0], first.sequences.shape[1] - mask.shape[1]))], dim=1)
+    second = generate_steps(s.model, first.sequences, grown, max_new_tokens=4, **stop)
+    so_far = [list(row) + first.new_tokens(b) for b, row in enumerate(rows)]
+    return check_rows_against_reference(s.model, so_far, second, "multi-turn: second turn, generate(out, "
+                                        "attention_mask=cat([mask, ones]))", eos_token_id=[])
+
+
+@scenario("past-window", needs=("padding",))
 def past_window(s: Subject) -> dict:
     if not s.sliding:
         raise ProbeSkipped("no sliding window in this architecture")
     return sliding.check_past_window(s.model, s.rows(12, 5), 3 * WINDOW, f"generation past a window of {WINDOW}")
 
 
-@scenario("assisted")
+@scenario("assisted", needs=("kv",))
 def assisted(s: Subject) -> dict:
     (row,) = s.rows(2 * WINDOW if s.sliding else 8)
     return sliding.check_same_as_greedy(s.model, row, 2 * WINDOW, "assisted decoding, 5-token drafts",
                                         **sliding.drafting(s.draft, 5))
 
 
-@scenario("prompt-lookup")
+@scenario("assisted-4-tokens", needs=("kv",))
+def assisted_4_tokens(s: Subject) -> dict:
+    """4-token drafts from a 1-layer copy, some accepted and some not: the drafter's cache is cropped back every
+    round (5.15.0-5.15.1 cropped it to the wrong length and crashed from 4 tokens on)."""
+    (row,) = s.rows(13, seed=4)
+    # 8 new tokens: 5.15.0 crashes on llama at 6, on gpt2 at 8 (a draft that is the model itself passes there).
+    return sliding.check_same_as_greedy(s.model, row, 8, "assisted decoding, 4-token drafts from a 1-layer copy",
+                                        **sliding.drafting(s.small_copy, 4))
+
+
+@scenario("prompt-lookup", needs=("kv",))
 def prompt_lookup(s: Subject) -> dict:
     (head,) = s.rows(6)
     row = head * (3 if s.sliding else 2)  # repeated n-grams give the lookup something to propose
@@ -210,17 +383,30 @@ def beam(s: Subject) -> dict:
     return {"tokens": len(a)}
 
 
-@scenario("chunked-prefill")
-def chunked_prefill(s: Subject) -> dict:
+def _chunking() -> None:
     from transformers import GenerationConfig
 
     if not hasattr(GenerationConfig(), "prefill_chunk_size"):
         raise ProbeSkipped("generate() has no prefill_chunk_size on this release")
+
+
+@scenario("chunked-prefill", needs=("kv",))
+def chunked_prefill(s: Subject) -> dict:
+    _chunking()
     return sliding.check_past_window(s.model, s.rows(2 * WINDOW + 3), 6, "chunked prefill (chunks of 5)",
                                      prefill_chunk_size=5)
 
 
-@scenario("static-cache")
+@scenario("left-padded-chunked-prefill", needs=("kv", "padding"))
+def left_padded_chunked_prefill(s: Subject) -> dict:
+    """Rows of 13, 5 and 9 tokens, left-padded, prefilled in chunks of 4 (4.51-4.57 took the chunks' positions
+    from cache_position, ignoring the padding)."""
+    _chunking()
+    return sliding.check_past_window(s.model, s.rows(13, 5, 9, seed=6), 5,
+                                     "left-padded batch, chunked prefill (chunks of 4)", prefill_chunk_size=4)
+
+
+@scenario("static-cache", needs=("kv",))
 def static_cache(s: Subject) -> dict:
     return sliding.check_past_window(s.model, s.rows(10), 6, "static cache", cache_implementation="static")
 
@@ -238,78 +424,136 @@ def _tie(model: Any, prompt: list[int], a: list[int], b: list[int], margin: floa
     return abs(float(logits[a[step]]) - float(logits[b[step]])) < margin
 
 
-# -- running ----------------------------------------------------------------------------------------------------
+# -- running and judging ----------------------------------------------------------------------------------------
 def _short(exc: BaseException, limit: int = 160) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return text[:limit]
 
 
-def attempt(func: Scenario, subject: Subject) -> dict[str, Any]:
-    """Run one scenario: {"outcome": pass|defect|crash|skipped, ...figures}."""
-    import warnings
+def _name(func: Scenario) -> str:
+    return next((k for k, v in SCENARIOS.items() if v is func), getattr(func, "__name__", "?"))
 
-    start = time.perf_counter()
-    name = next((k for k, v in SCENARIOS.items() if v is func), "")
-    if name in _NEEDS_KV and not subject.kv_cache:
-        return {"outcome": "skipped", "message": "no attention KV cache in this architecture", "seconds": 0.0}
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            figures = func(subject)
-    except DefectObserved as exc:
-        out = {"outcome": "defect", "message": exc.message, **_json(exc.figures)}
-    except ProbeSkipped as exc:
-        out = {"outcome": "skipped", "message": str(exc)}
-    except Exception as exc:  # noqa: BLE001 - a crash is a finding unless the release says "not supported"
-        message = f"{type(exc).__name__}: {_short(exc)}"
-        if any(word in str(exc).lower() for word in _UNSUPPORTED):
-            out = {"outcome": "skipped", "message": f"unsupported here: {message}"}
+
+def observe(func: Scenario, subject: Subject) -> differential.Observation:
+    """One run of a scenario with the patches as they are now, recording the model's outputs."""
+    return differential.observe(func, subject, (subject.model,), getattr(func, "record_forward", False))
+
+
+def attempt(func: Scenario, subject: Subject) -> tuple[dict[str, Any], differential.Observation | None]:
+    """Run one scenario: ({"outcome": pass|defect|crash|skipped|unsupported, ...figures}, the observation), or
+    not at all where the model lacks the KV cache the scenario needs (observation None)."""
+    lacking = subject.lacks(tuple(n for n in getattr(func, "needs", ()) if n == "kv"))
+    if lacking:
+        return {"outcome": UNSUPPORTED, "message": lacking, "seconds": 0.0}, None
+    obs = observe(func, subject)
+    return _as_dict(obs), obs
+
+
+def _as_dict(obs: differential.Observation) -> dict[str, Any]:
+    outcome = {differential.PASS: PASS, differential.WRONG: "defect", differential.SKIPPED: SKIPPED}.get(
+        obs.outcome, "crash")
+    out: dict[str, Any] = {"outcome": outcome, **obs.figures}
+    if obs.outcome == differential.RAISED:
+        if any(word in obs.message.lower() for word in _UNSUPPORTED):
+            out.update(outcome=UNSUPPORTED, message=f"transformers refuses it: {obs.message}")
         else:
-            frame = traceback.extract_tb(exc.__traceback__)[-1]
-            out = {"outcome": "crash", "message": f"{message} (at {frame.filename}:{frame.lineno})"}
-    else:
-        out = {"outcome": "pass", **_json(figures)}
-    out["seconds"] = round(time.perf_counter() - start, 3)
+            out.update(error=obs.error, message=obs.message + (f" (at {obs.where})" if obs.where else ""))
+            if obs.caught:
+                out["outcome"] = "defect"
+    elif obs.message:
+        out["message"] = obs.message
+    out["seconds"] = obs.seconds
     return out
 
 
-def _json(figures: dict) -> dict:
-    return {k: (float(v) if isinstance(v, float) else v) for k, v in figures.items()
-            if isinstance(v, (int, float, str, bool)) or v is None}
+def _claims(registry: Any, name: str, model_type: str, version: str | None) -> list[Any]:
+    """The manifests whose ``sweep`` key claims this scenario on this model type, on a release in their range."""
+    from .._registry import in_range
+
+    found = []
+    for manifest in registry.manifests():
+        for claim in getattr(manifest, "sweep", ()):
+            scen, _, glob = claim.partition("/")
+            if scen == name and fnmatch.fnmatchcase(model_type, glob or "*"):
+                if version is not None and in_range(manifest.affected, version):
+                    found.append(manifest)
+                break
+    return found
 
 
-def explain(registry: Any, func: Scenario, subject: Subject, tried_first: list[str] | None = None) -> dict[str, Any]:
-    """Why a scenario failed: hf_genfix itself, a patch that is not installed, or nothing the catalog knows.
+def explain(registry: Any, func: Scenario, subject: Subject, out: dict[str, Any],
+            memo: dict[str, Any] | None = None, pair: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The verdict for a failed scenario (``out``): worse, unsupported, known, catalog-wrong or unknown.
 
-    ``tried_first`` (ids that explained earlier failures) is tried before the rest and updated in place.
+    ``pair``: the differential run if one was made already. ``memo`` (one per scenario, updated in place): the
+    patches that explained earlier failures, and how many full searches were made.
     """
-    from .._registry import INSTALLED
+    from .._registry import INSTALLED, transformers_version
 
     statuses = {s.id: s for s in registry.status()}
-    if any(s.state in INSTALLED for s in statuses.values()):
-        with registry.disabled():
-            if attempt(func, subject)["outcome"] == "pass":
-                return {"explained_by": None, "cause": "hf_genfix: passes with every patch off (a regression "
-                                                       "the patches introduce)"}
-    order = list(tried_first or [])
-    order += [pid for pid in statuses if pid not in order]
+    name = _name(func)
+    installed = any(s.state in INSTALLED for s in statuses.values())
+    if pair is None and installed:
+        pair = differential.differential(registry, func, subject, (subject.model,),
+                                         getattr(func, "record_forward", False), ours=None)
+    if pair is not None and pair["upstream"].outcome == differential.PASS:
+        return {"verdict": WORSE, "explained_by": None,
+                "cause": "hf_genfix: upstream passes with every patch off" + (
+                    f"; {pair['detail']}" if pair["ours"].outcome == differential.PASS else "")}
+    lacking = subject.lacks(getattr(func, "needs", ()))
+    if out["outcome"] == UNSUPPORTED or lacking:
+        return {"verdict": UNSUPPORTED, "explained_by": None, "cause": lacking or out.get("message", "")}
+    # With hf_genfix the output is still upstream's (bitwise, or the same exception): a claimed patch that is
+    # installed does not reach this architecture, and the defect is still the catalog's.
+    untouched = pair is None or pair["verdict"] in (differential.UNCHANGED, differential.SAME_EXCEPTION)
+    for manifest in _claims(registry, name, subject.model_type, transformers_version()):
+        state = statuses[manifest.id].state
+        if state not in INSTALLED:
+            return {"verdict": KNOWN, "explained_by": manifest.id,
+                    "cause": f"known: {manifest.id} (patch {state} here)"}
+        if untouched:
+            return {"verdict": KNOWN, "explained_by": manifest.id,
+                    "cause": f"known: {manifest.id} (installed, but it leaves this architecture as upstream has it)"}
+    # Force the patches that are not installed, one at a time: first those that explained this scenario before and
+    # those that claim it; every other one only on the first FULL_SEARCHES architectures where the scenario fails
+    # (a scenario that fails everywhere would otherwise cost a run per patch per architecture).
+    memo = memo if memo is not None else {}
+    order = memo.setdefault("explainers", [])[:]
+    order += [m.id for m in registry.manifests() if m.id not in order
+              and any(c.partition("/")[0] == name for c in getattr(m, "sweep", ()))]
+    if memo.get("searched", 0) < FULL_SEARCHES:
+        memo["searched"] = memo.get("searched", 0) + 1
+        order += [pid for pid in statuses if pid not in order]
     for pid in order:
         status = statuses.get(pid)
         if status is None or status.state in INSTALLED or status.state in ("drift", "failed"):
             continue
-        with registry.forced(pid):
-            if attempt(func, subject)["outcome"] == "pass":
-                if tried_first is not None and pid not in tried_first:
-                    tried_first.insert(0, pid)
-                note = "" if status.state != "not-needed" else (
-                    f"; catalog wrong? its affected {status.affected!r} excludes this release")
-                return {"explained_by": pid, "cause": f"fixed by {pid} (state {status.state}){note}",
-                        "catalog_wrong": status.state == "not-needed"}
-    return {"explained_by": None, "cause": "unknown"}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # forcing a patch outside its range may warn about drift
+            with registry.forced(pid):
+                passes = observe(func, subject).outcome == differential.PASS
+        if passes:
+            if pid not in memo["explainers"]:
+                memo["explainers"].insert(0, pid)
+            wrong = status.state == "not-needed"
+            note = f"; catalog wrong? its affected {status.affected!r} excludes this release" if wrong else ""
+            return {"verdict": CATALOG_WRONG if wrong else KNOWN, "explained_by": pid,
+                    "cause": f"fixed by {pid} (state {status.state}){note}", "catalog_wrong": wrong}
+    cause = "unknown"
+    if pair is not None and pair["verdict"] == differential.WORSE:
+        cause += f"; without hf_genfix it fails otherwise: {pair['upstream'].message}"
+    return {"verdict": UNKNOWN, "explained_by": None, "cause": cause}
 
 
 def run_sweep(registry: Any = None, archs: Iterable[str] | None = None, scenarios: Iterable[str] | None = None,
-              budget_s: float | None = None) -> dict[str, Any]:
+              budget_s: float | None = None, differential_all: bool = False,
+              progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run ``scenarios`` (all by default) on ``archs`` (every decoder-only type by default) and judge them.
+
+    ``differential_all``: also run every scenario without hf_genfix and record ``differential.compare``'s verdict
+    (a ``worse`` one is a finding). ``progress``: called with one line per architecture (doctor: stderr).
+    ``budget_s`` stops starting new architectures (coverage, never a verdict).
+    """
     import hf_genfix
 
     registry = registry or hf_genfix._default()
@@ -321,10 +565,15 @@ def run_sweep(registry: Any = None, archs: Iterable[str] | None = None, scenario
     types = list(archs or decoder_only_types())
     results: dict[str, Any] = {}
     skipped: dict[str, str] = {}
-    unknown, explained, not_reached = [], [], []
+    findings: dict[str, list[dict[str, Any]]] = {v: [] for v in (UNKNOWN, KNOWN, UNSUPPORTED)}
+    not_reached: list[str] = []
     unusable: dict[str, str] = {}
-    explainers: dict[str, list[str]] = {}
-    for model_type in types:
+    memos: dict[str, dict[str, Any]] = {}
+    pairs: list[str] = []
+    summaries = {s.id: s.summary for s in registry.status()}
+    say = progress or (lambda line: None)
+    for index, model_type in enumerate(types, 1):
+        counter = f"[{index:>{len(str(len(types)))}}/{len(types)}] {model_type}"
         if budget_s is not None and time.perf_counter() - start > budget_s:
             not_reached.append(model_type)
             continue
@@ -333,66 +582,137 @@ def run_sweep(registry: Any = None, archs: Iterable[str] | None = None, scenario
             subject = Subject(model_type)
         except ProbeSkipped as exc:
             skipped[model_type] = str(exc)
+            say(f"{counter}: not built tiny ({exc})")
             continue
         except Exception as exc:  # noqa: BLE001
             skipped[model_type] = f"cannot build: {type(exc).__name__}: {_short(exc)}"
+            say(f"{counter}: not built tiny ({skipped[model_type]})")
             continue
-        per = {name: attempt(SCENARIOS[name], subject) for name in names}
-        ran = [o for o in per.values() if o["outcome"] != "skipped"]
+        per: dict[str, dict[str, Any]] = {}
+        runs: dict[str, differential.Observation] = {}
+        for name in names:
+            per[name], obs = attempt(SCENARIOS[name], subject)
+            if obs is not None:
+                runs[name] = obs
+        ran = [o for o in per.values() if o["outcome"] not in (SKIPPED, UNSUPPORTED)]
         messages = {o.get("message", "").split(" (at ")[0] for o in ran}
-        if len(ran) > 1 and all(o["outcome"] == "crash" for o in ran) and len(messages) == 1:
+        if len(ran) >= 3 and all(o["outcome"] == "crash" for o in ran) and len(messages) == 1:
             # Every scenario dies the same way: the tiny config does not suit this architecture (a hybrid with
             # no attention layer at 2 layers, a head size the defaults break), not one generation path.
             unusable[model_type] = ran[0]["message"]
             results[model_type] = {"seconds": round(time.perf_counter() - arch_start, 3), "scenarios": per}
+            say(f"{counter}: unusable tiny, every scenario fails with {ran[0]['message']}")
             continue
         for name in names:
             func, out = SCENARIOS[name], per[name]
-            if out["outcome"] in ("defect", "crash"):
-                out.update(explain(registry, func, subject, explainers.setdefault(name, [])))
-                finding = {"arch": model_type, "scenario": name, "kind": out["outcome"],
-                           "step": out.get("step"), "row": out.get("row"),
-                           "max_logit_diff": out.get("max_logit_diff"), "message": out["message"],
-                           "cause": out["cause"], "explained_by": out["explained_by"],
-                           "catalog_wrong": out.get("catalog_wrong", False)}
-                (explained if out["explained_by"] else unknown).append(finding)
-            per[name] = out
-        results[model_type] = {"seconds": round(time.perf_counter() - arch_start, 3), "scenarios": per}
-    return {
+            pair = None
+            if differential_all and name in runs:
+                pair = differential.differential(registry, func, subject, (subject.model,),
+                                                 getattr(func, "record_forward", False), ours=runs[name])
+                verdict = pair["verdict"]
+                if verdict != differential.IDENTICAL and subject.lacks(getattr(func, "needs", ())):
+                    verdict = _unsupported_pair(pair)
+                out["differential"] = {"verdict": verdict, "detail": pair["detail"]}
+                pairs.append(verdict)
+            if out["outcome"] == PASS:
+                out["verdict"] = PASS
+                if pair is not None and pair["verdict"] == differential.WORSE:
+                    out.update(verdict=WORSE, cause=f"hf_genfix: {pair['detail']}", explained_by=None)
+            elif out["outcome"] == SKIPPED:
+                out["verdict"] = SKIPPED
+            elif out["outcome"] == UNSUPPORTED and name not in runs:
+                out["verdict"] = UNSUPPORTED
+            else:
+                out.update(explain(registry, func, subject, out, memos.setdefault(name, {}), pair))
+            if out["verdict"] in (PASS, SKIPPED):
+                continue
+            finding = {"arch": model_type, "scenario": name, "kind": out["outcome"], "verdict": out["verdict"],
+                       "step": out.get("step"), "row": out.get("row"),
+                       "max_logit_diff": out.get("max_logit_diff"), "message": out.get("message", ""),
+                       "cause": out.get("cause", out.get("message", "")), "explained_by": out.get("explained_by"),
+                       "summary": summaries.get(out.get("explained_by") or "", ""),
+                       "catalog_wrong": out.get("catalog_wrong", False)}
+            group = {CATALOG_WRONG: KNOWN, WORSE: UNKNOWN}.get(out["verdict"], out["verdict"])
+            if out["verdict"] == UNSUPPORTED and name not in runs:
+                continue  # not run at all (no KV cache): in the per-architecture results only
+            findings[group].append(finding)
+        seconds = time.perf_counter() - arch_start
+        results[model_type] = {"seconds": round(seconds, 3), "scenarios": per}
+        verdicts = [o["verdict"] for o in per.values()]
+        counts = ", ".join(f"{verdicts.count(v)} {v}" for v in (PASS, SKIPPED, UNSUPPORTED, KNOWN, CATALOG_WRONG,
+                                                                   WORSE, UNKNOWN) if verdicts.count(v))
+        say(f"{counter}: {len(names)} scenarios in {seconds:.1f} s: {counts} "
+            f"(elapsed {time.perf_counter() - start:.0f} s)")
+    out = {
         "seconds": round(time.perf_counter() - start, 3),
         "scenarios": names,
         "architectures": results,
         "not_buildable": skipped,
         "unusable": unusable,
         "not_reached": not_reached,
-        "unknown": unknown,
-        "explained": explained,
+        "unknown": findings[UNKNOWN],
+        "known": findings[KNOWN],
+        "unsupported": findings[UNSUPPORTED],
     }
+    if differential_all:
+        counts = differential.tally(pairs)
+        out["differential"] = {"counts": counts, "summary": differential.summary_line(counts)}
+    return out
+
+
+def _unsupported_pair(pair: dict[str, Any]) -> str:
+    """The differential verdict where the model cannot do what the scenario asks: the oracle means nothing, but
+    hf_genfix must still not raise where upstream returned, nor change a right answer."""
+    u, o = pair["upstream"], pair["ours"]
+    if u.outcome == differential.PASS or (o.outcome == differential.RAISED and u.outcome != differential.RAISED):
+        return pair["verdict"]
+    return differential.UNSUPPORTED
 
 
 def failed(sweep: dict[str, Any]) -> bool:
-    return bool(sweep["unknown"]) or any(f.get("catalog_wrong") for f in sweep["explained"])
+    """Exit status 1: an unknown defect, a regression hf_genfix causes, or a catalog range that is wrong."""
+    return bool(sweep["unknown"]) or any(f.get("catalog_wrong") for f in sweep.get("known", []))
 
 
 def render_text(sweep: dict[str, Any]) -> str:
     archs = sweep["architectures"]
-    ran = sum(1 for a in archs.values() for o in a["scenarios"].values() if o["outcome"] != "skipped")
+    ran = sum(1 for a in archs.values() for o in a["scenarios"].values()
+              if o["outcome"] not in (SKIPPED, UNSUPPORTED) or o.get("verdict") == UNSUPPORTED)
     lines = [
         f"sweep: {len(archs)} architectures x {len(sweep['scenarios'])} scenarios ({ran} runs) in "
         f"{sweep['seconds']:.1f} s; {len(sweep['not_buildable'])} model types not buildable tiny"
-        + (f"; {len(sweep['not_reached'])} not reached within the budget" if sweep["not_reached"] else "")
+        + (f"; {len(sweep['not_reached'])} not reached within the sweep budget" if sweep["not_reached"] else "")
     ]
     for arch, message in sweep.get("unusable", {}).items():
         lines.append(f"  unusable tiny: {arch}: every scenario fails with {message}")
-    for label, items in (("UNKNOWN DEFECT", sweep["unknown"]), ("explained", sweep["explained"])):
-        for f in items:
-            where = f"step {f['step']}" if f.get("step") is not None else "-"
-            diff = f.get("max_logit_diff")
-            diff_text = f", logit diff {diff:.3g}" if isinstance(diff, (int, float)) else ""
-            lines.append(f"  {label}: {f['arch']} / {f['scenario']} ({f['kind']}, {where}{diff_text}): "
-                         f"{f['message']} [{f['cause']}]")
-    wrong = [f for f in sweep["explained"] if f.get("catalog_wrong")]
-    lines.append(f"sweep: {'FAILED' if failed(sweep) else 'OK'}: {len(sweep['unknown'])} unknown defect(s), "
-                 f"{len(sweep['explained'])} explained by the catalog"
-                 + (f" ({len(wrong)} by a patch whose range excludes this release: catalog wrong)" if wrong else ""))
+    for f in sweep["unknown"] + sweep.get("known", []):
+        label = {WORSE: "WORSE THAN UPSTREAM", UNKNOWN: "UNKNOWN DEFECT", CATALOG_WRONG: "CATALOG WRONG"}.get(
+            f["verdict"], f["verdict"])
+        where = f"step {f['step']}" if f.get("step") is not None else "-"
+        diff = f.get("max_logit_diff")
+        diff_text = f", max |logit diff| vs the oracle {diff:.3g}" if isinstance(diff, (int, float)) else ""
+        patch = f" -- {f['explained_by']}: {f['summary']}" if f.get("explained_by") and f.get("summary") else ""
+        lines.append(f"  {label}: {f['arch']} / {f['scenario']} ({f['kind']}, {where}{diff_text}): "
+                     f"{f['message']} [{f['cause']}]{patch}")
+    for f in sweep.get("unsupported", []):
+        lines.append(f"  unsupported: {f['arch']} / {f['scenario']}: {f['cause']}")
+    present = {o.get("verdict") for a in archs.values() for o in a["scenarios"].values()}
+    if present & set(MEANING):
+        lines.append("verdicts: " + "; ".join(f"{v} = {MEANING[v]}" for v in MEANING if v in present)
+                     + ". The number is the max |logit| difference against the oracle (a no-cache forward of each "
+                       "unpadded row).")
+    if sweep.get("differential"):
+        lines.append(f"differential (with vs without hf_genfix): {sweep['differential']['summary']}")
+    worse = sum(1 for f in sweep["unknown"] if f["verdict"] == WORSE)
+    new = len(sweep["unknown"]) - worse
+    wrong = [f for f in sweep.get("known", []) if f.get("catalog_wrong")]
+    lines.append(f"sweep: {'FAILED' if failed(sweep) else 'OK'}: {new} unknown defect(s), {worse} worse than "
+                 f"upstream, {len(sweep.get('known', [])) - len(wrong)} known (in the catalog), "
+                 f"{len(sweep.get('unsupported', []))} unsupported by the model"
+                 + (f", {len(wrong)} explained by a patch whose range excludes this release (catalog wrong)"
+                    if wrong else ""))
     return "\n".join(lines)
+
+
+def stderr_progress(line: str) -> None:
+    print(f"hf-genfix doctor --sweep {line}", file=sys.stderr, flush=True)

@@ -1,0 +1,283 @@
+"""Never worse than upstream, as code: one scenario run without hf_genfix and with it, in one process.
+
+A scenario is a function of one argument that runs a generation path and checks it against its oracle (returns
+figures, raises ``DefectObserved`` when the output is wrong, ``ProbeSkipped`` when it cannot run here). While it
+runs, ``recording`` keeps what the user's calls returned: every ``generate()`` of the model (sequences, scores,
+logits, the length of the returned cache) and, for scenarios that call the model by hand, every forward's logits.
+
+``differential`` runs the scenario inside ``registry.disabled()`` (upstream) and then as installed (hf_genfix) and
+``compare`` judges the pair:
+
+- ``identical``: upstream passes its oracle and hf_genfix's outputs are bitwise identical;
+- ``corrected``: upstream is wrong or raises, hf_genfix passes the oracle;
+- ``same-exception``: both raise an exception of the same type;
+- ``unchanged``: upstream is wrong and hf_genfix returns the same (bitwise) wrong output: a defect it does not
+  correct, not one it adds;
+- ``refused``: upstream is silently wrong, hf_genfix raises instead;
+- ``skipped``: the scenario cannot run on this release (``ProbeSkipped`` on both sides);
+- ``unsupported`` (the sweep's, not ``compare``'s): the model cannot do what the scenario asks (padding it cannot
+  take), so its oracle means nothing; still ``worse`` where upstream passes and hf_genfix does not give the same,
+  or hf_genfix raises where upstream returned;
+- ``worse``: anything else -- an exception or a wrong answer where upstream passed, different outputs where
+  upstream was right, a wrong answer or another exception type where upstream raised, another wrong answer where
+  upstream was wrong.
+
+The sweep (``hf-genfix doctor --sweep``, ``--differential``) and ``tests/test_differential.py`` both judge with
+``compare``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+from .outcome import DefectObserved, ProbeSkipped
+
+PASS, WRONG, RAISED, SKIPPED = "pass", "wrong", "raised", "skipped"
+
+IDENTICAL, CORRECTED, SAME_EXCEPTION = "identical", "corrected", "same-exception"
+UNCHANGED, REFUSED, NOT_RUN, WORSE = "unchanged", "refused", "skipped", "worse"
+UNSUPPORTED = "unsupported"  # given by the caller (the sweep) where the model cannot do what the scenario asks
+VERDICTS = (IDENTICAL, CORRECTED, SAME_EXCEPTION, UNCHANGED, REFUSED, UNSUPPORTED, NOT_RUN, WORSE)
+
+
+@dataclass
+class Observation:
+    """One run of a scenario: its outcome against the oracle and what the user's calls returned."""
+
+    outcome: str  # pass | wrong | raised | skipped
+    message: str = ""
+    error: str | None = None  # the exception type where upstream code raised (also behind a DefectObserved)
+    figures: dict[str, Any] = field(default_factory=dict)
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+    where: str = ""  # file:line of the exception, for a crash
+    caught: bool = False  # the oracle caught the exception and reported it as the defect (DefectObserved)
+
+
+def observe(scenario: Callable[[Any], Any], subject: Any, models: tuple[Any, ...] = (),
+            record_forward: bool = False) -> Observation:
+    """Run ``scenario(subject)`` once, recording the outputs of ``models`` (see ``recording``)."""
+    import traceback
+
+    start = time.perf_counter()
+    outputs: list[dict[str, Any]] = []
+    try:
+        with warnings.catch_warnings(), contextlib.ExitStack() as stack:
+            warnings.simplefilter("ignore")
+            for model in models:
+                stack.enter_context(recording(model, outputs, forward=record_forward))
+            figures = scenario(subject)
+    except DefectObserved as exc:
+        cause = exc.__cause__
+        if cause is not None and not isinstance(cause, DefectObserved):
+            # The oracle re-raised an upstream exception: for the comparison it is that exception.
+            obs = Observation(RAISED, exc.message, type(cause).__name__, _plain(exc.figures), where=_where(cause),
+                              caught=True)
+        else:
+            obs = Observation(WRONG, exc.message, None, _plain(exc.figures))
+    except ProbeSkipped as exc:
+        obs = Observation(SKIPPED, str(exc))
+    except Exception as exc:  # noqa: BLE001 - what upstream (or hf_genfix) raised is the finding
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        obs = Observation(RAISED, f"{type(exc).__name__}: {_first_line(exc)}", type(exc).__name__,
+                          where=f"{frame.filename}:{frame.lineno}")
+    else:
+        obs = Observation(PASS, "", None, _plain(figures if isinstance(figures, dict) else {}))
+    obs.outputs = outputs
+    obs.seconds = round(time.perf_counter() - start, 3)
+    return obs
+
+
+def differential(registry: Any, scenario: Callable[[Any], Any], subject: Any, models: tuple[Any, ...] = (),
+                 record_forward: bool = False, ours: Observation | None = None) -> dict[str, Any]:
+    """Run ``scenario`` without hf_genfix (``registry.disabled()``) and with it (or take ``ours``, a run already
+    made with the patches as installed) and judge the pair: {"verdict", "detail", "upstream", "ours"}."""
+    with registry.disabled():
+        upstream = observe(scenario, subject, models, record_forward)
+    if ours is None:
+        ours = observe(scenario, subject, models, record_forward)
+    verdict, detail = compare(upstream, ours)
+    return {"verdict": verdict, "detail": detail, "upstream": upstream, "ours": ours}
+
+
+def compare(upstream: Observation, ours: Observation) -> tuple[str, str]:
+    """(verdict, detail) for one scenario: see the module docstring."""
+    u, o = upstream, ours
+    if u.outcome == SKIPPED and o.outcome == SKIPPED:
+        return NOT_RUN, u.message
+    if u.outcome == PASS:
+        if o.outcome != PASS:
+            return WORSE, f"upstream passes; with hf_genfix {_describe(o)}"
+        diff = difference(u.outputs, o.outputs)
+        if diff:
+            return WORSE, f"both pass the oracle, but the outputs are not bitwise identical: {diff}"
+        return IDENTICAL, f"{len(o.outputs)} output(s) bitwise identical"
+    if o.outcome == PASS:
+        return CORRECTED, f"upstream {_describe(u)}; hf_genfix passes the oracle"
+    if u.outcome == WRONG:
+        if o.outcome == WRONG:
+            diff = difference(u.outputs, o.outputs)
+            if not diff:
+                return UNCHANGED, f"the same wrong output as upstream ({u.message})"
+            return WORSE, f"upstream {_describe(u)}; hf_genfix gives another wrong output: {o.message}"
+        if o.outcome == RAISED:
+            return REFUSED, f"upstream is silently wrong ({u.message}); hf_genfix raises {o.message}"
+        return WORSE, f"upstream {_describe(u)}; with hf_genfix {_describe(o)}"
+    # upstream raised (or could not run)
+    if o.outcome == RAISED and o.error == _error(u):
+        return SAME_EXCEPTION, f"both raise {o.error}"
+    if o.outcome == WRONG:
+        return WORSE, f"upstream raises {_error(u)}; hf_genfix returns a wrong answer instead: {o.message}"
+    return WORSE, f"upstream {_describe(u)}; with hf_genfix {_describe(o)}"
+
+
+def _error(obs: Observation) -> str | None:
+    return "ProbeSkipped" if obs.outcome == SKIPPED else obs.error
+
+
+def _describe(obs: Observation) -> str:
+    if obs.outcome == PASS:
+        return "passes the oracle"
+    if obs.outcome == WRONG:
+        return f"is wrong: {obs.message}"
+    if obs.outcome == SKIPPED:
+        return f"cannot run: {obs.message}"
+    return f"raises {obs.message}"
+
+
+# -- recording the user's calls ---------------------------------------------------------------------------------
+@contextlib.contextmanager
+def recording(model: Any, into: list[dict[str, Any]], forward: bool = False) -> Iterator[list[dict[str, Any]]]:
+    """Append to ``into`` what each ``model.generate()`` (and, with ``forward``, each forward) returns.
+
+    The hooks are instance attributes that look the method up on the class at every call, so that whatever
+    hf_genfix has installed at that moment (``disabled()`` swaps class attributes) is what runs; they keep the
+    method's signature (transformers inspects ``self.forward``). Removed on exit.
+    """
+    names = ["generate"] + (["forward"] if forward else [])
+    added = []
+    for name in names:
+        if name in vars(model):  # already recorded (an assistant that is the model itself)
+            continue
+        bound = getattr(model, name)
+
+        def hook(*args: Any, _name: str = name, **kwargs: Any) -> Any:
+            out = getattr(type(model), _name).__get__(model)(*args, **kwargs)
+            into.append(digest(out, _name))
+            return out
+
+        functools.update_wrapper(hook, bound)
+        model.__dict__[name] = hook  # past nn.Module.__setattr__: a plain instance attribute
+        added.append(name)
+    try:
+        yield into
+    finally:
+        for name in added:
+            model.__dict__.pop(name, None)
+
+
+def digest(out: Any, call: str) -> dict[str, Any]:
+    """The parts of a generate() / forward output that the invariant compares, detached from the graph."""
+    import torch
+
+    if torch.is_tensor(out):
+        return {"call": call, "sequences": out.detach().clone()}
+    record: dict[str, Any] = {"call": call}
+    for key in ("sequences", "scores", "logits"):
+        value = getattr(out, key, None)
+        if value is None:
+            continue
+        record[key] = value.detach().clone() if torch.is_tensor(value) else tuple(v.detach().clone() for v in value)
+    cache = getattr(out, "past_key_values", None)
+    if cache is not None:
+        record["cache_length"] = cache_length(cache)
+    return record
+
+
+def cache_length(cache: Any) -> int | None:
+    """How many tokens a returned cache holds (a Cache's ``get_seq_length``, a legacy tuple's key length)."""
+    try:
+        return int(cache.get_seq_length())
+    except Exception:  # noqa: BLE001 - legacy tuples, recurrent states
+        try:
+            return int(cache[0][0].shape[-2])
+        except Exception:  # noqa: BLE001
+            return None
+
+
+def difference(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> str:
+    """Where two recordings differ ("" when bitwise identical): call, field, shape or first differing value."""
+    import torch
+
+    if len(a) != len(b):
+        return f"{len(a)} recorded call(s) without hf_genfix, {len(b)} with it"
+    for i, (x, y) in enumerate(zip(a, b)):
+        for key in sorted(set(x) | set(y)):
+            u, v = x.get(key), y.get(key)
+            where = f"call {i} ({x.get('call')}), {key}"
+            if isinstance(u, tuple) or isinstance(v, tuple):
+                if not isinstance(u, tuple) or not isinstance(v, tuple) or len(u) != len(v):
+                    return f"{where}: {len(u or ())} vs {len(v or ())} steps"
+                for t, (p, q) in enumerate(zip(u, v)):
+                    text = _tensor_difference(p, q)
+                    if text:
+                        return f"{where}, step {t}: {text}"
+            elif torch.is_tensor(u) or torch.is_tensor(v):
+                text = _tensor_difference(u, v)
+                if text:
+                    return f"{where}: {text}"
+            elif u != v:
+                return f"{where}: {u!r} vs {v!r}"
+    return ""
+
+
+def _tensor_difference(p: Any, q: Any) -> str:
+    import torch
+
+    if not (torch.is_tensor(p) and torch.is_tensor(q)):
+        return f"{type(p).__name__} vs {type(q).__name__}"
+    if p.shape != q.shape or p.dtype != q.dtype:
+        return f"shape/dtype {tuple(p.shape)} {p.dtype} vs {tuple(q.shape)} {q.dtype}"
+    if torch.equal(p, q):
+        return ""
+    if p.is_floating_point():
+        return f"max |difference| {float((p.float() - q.float()).abs().max()):.3g}"
+    return f"{int((p != q).sum())} of {p.numel()} values differ"
+
+
+# -- counting -------------------------------------------------------------------------------------------------
+def tally(verdicts: list[str]) -> dict[str, int]:
+    return {v: verdicts.count(v) for v in VERDICTS}
+
+
+def summary_line(counts: dict[str, int]) -> str:
+    """'N scenarios: X identical, Y corrected, Z same-exception, W worse' (+ the rarer verdicts when present)."""
+    ran = sum(n for v, n in counts.items() if v != NOT_RUN)
+    parts = [f"{counts.get(v, 0)} {v}" for v in (IDENTICAL, CORRECTED, SAME_EXCEPTION)]
+    parts += [f"{counts[v]} {v}" for v in (UNCHANGED, REFUSED) if counts.get(v)]
+    parts += [f"{counts[UNSUPPORTED]} unsupported by the model"] if counts.get(UNSUPPORTED) else []
+    parts.append(f"{counts.get(WORSE, 0)} worse")
+    skipped = f" ({counts[NOT_RUN]} more cannot run here)" if counts.get(NOT_RUN) else ""
+    return f"{ran} scenarios: {', '.join(parts)}{skipped}"
+
+
+def _first_line(exc: BaseException, limit: int = 200) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:limit] if text else ""
+
+
+def _where(exc: BaseException) -> str:
+    import traceback
+
+    tb = traceback.extract_tb(exc.__traceback__)
+    return f"{tb[-1].filename}:{tb[-1].lineno}" if tb else ""
+
+
+def _plain(figures: dict[str, Any]) -> dict[str, Any]:
+    return {k: (float(v) if isinstance(v, float) else v) for k, v in figures.items()
+            if isinstance(v, (int, float, str, bool)) or v is None}

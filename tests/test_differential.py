@@ -1,0 +1,115 @@
+"""Never worse than upstream: every sweep scenario, without hf_genfix and with it, in one process.
+
+For a representative set of architectures (rotary and learned positions, ALiBi, sliding windows, a recurrent
+model) every scenario of ``hf-genfix doctor --sweep`` runs inside ``hf_genfix.disabled()`` and then with the
+patches as a user gets them (every target module imported, as doctor has them), and
+``hf_genfix.oracles.differential.compare`` judges the pair: where upstream passes its oracle hf_genfix's outputs
+are bitwise identical (sequences, scores, logits, the returned cache's length); where upstream is wrong or raises,
+hf_genfix passes the oracle or raises the same exception type. A ``worse`` pair fails the test; the counts are
+printed ("N scenarios: X identical, Y corrected, Z same-exception, 0 worse"). ``hf-genfix doctor --sweep
+--differential`` runs the same comparison on every architecture of the release.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+# llama: rotary positions from the mask; gpt2: learned absolute positions; gpt_neox: partial rotary, the older
+# code path; bloom: ALiBi, no position_ids; mistral / qwen2: sliding windows (all layers / some layers);
+# rwkv: a recurrent state, no KV cache, no attention mask.
+ARCHS = ("llama", "gpt2", "gpt_neox", "bloom", "mistral", "qwen2", "rwkv")
+
+
+def test_never_worse_than_upstream(capsys):
+    import hf_genfix
+    from hf_genfix import doctor
+    from hf_genfix.oracles import differential, sweep
+
+    registry = hf_genfix._default()
+    version = doctor.import_targets(registry)
+    with doctor.quiet_logs():
+        out = sweep.run_sweep(registry, archs=ARCHS, differential_all=True)
+    pairs = {(arch, name): o["differential"] for arch, a in out["architectures"].items()
+             for name, o in a["scenarios"].items() if "differential" in o}
+    built = sorted(out["architectures"])
+    with capsys.disabled():
+        print(f"\ndifferential on transformers {version}, {len(built)} architectures ({', '.join(built)}) x "
+              f"{len(out['scenarios'])} scenarios: {out['differential']['summary']}")
+    assert {"llama", "gpt2", "mistral"} <= set(built), out["not_buildable"]
+    assert pairs, "no scenario ran"
+    worse = [f"{arch} / {name}: {d['detail']}" for (arch, name), d in pairs.items()
+             if d["verdict"] == differential.WORSE]
+    assert not worse, "hf_genfix is worse than upstream:\n" + "\n".join(worse)
+
+
+def _obs(outcome, output=0.0, error=None, message="m"):
+    import torch
+
+    from hf_genfix.oracles.differential import Observation
+
+    return Observation(outcome, message, error, outputs=[{"call": "generate", "sequences": torch.tensor([output])}])
+
+
+@pytest.mark.parametrize("upstream, ours, verdict", [
+    (("pass", 1.0), ("pass", 1.0), "identical"),
+    (("pass", 1.0), ("pass", 1.5), "worse"),            # right both times, but not bitwise the same
+    (("pass", 1.0), ("wrong", 1.0), "worse"),
+    (("pass", 1.0), ("raised", 1.0, "ValueError"), "worse"),  # an exception where upstream worked
+    (("wrong", 1.0), ("pass", 2.0), "corrected"),
+    (("raised", 0.0, "TypeError"), ("pass", 2.0), "corrected"),
+    (("raised", 0.0, "TypeError"), ("raised", 0.0, "TypeError"), "same-exception"),
+    (("raised", 0.0, "TypeError"), ("raised", 0.0, "ValueError"), "worse"),
+    (("raised", 0.0, "TypeError"), ("wrong", 0.0), "worse"),  # silently wrong where upstream raised
+    (("wrong", 1.0), ("wrong", 1.0), "unchanged"),
+    (("wrong", 1.0), ("wrong", 3.0), "worse"),           # another wrong answer
+    (("wrong", 1.0), ("raised", 0.0, "ValueError"), "refused"),
+    (("skipped",), ("skipped",), "skipped"),
+])
+def test_compare(upstream, ours, verdict):
+    from hf_genfix.oracles.differential import compare
+
+    assert compare(_obs(*upstream), _obs(*ours))[0] == verdict
+
+
+def test_summary_line():
+    from hf_genfix.oracles.differential import summary_line, tally
+
+    line = summary_line(tally(["identical"] * 3 + ["corrected", "same-exception", "skipped"]))
+    assert line == "5 scenarios: 3 identical, 1 corrected, 1 same-exception, 0 worse (1 more cannot run here)"
+
+
+def test_recording_keeps_the_signature_and_leaves_no_trace():
+    import inspect
+
+    import torch
+
+    from hf_genfix.oracles import tiny_model
+    from hf_genfix.oracles.differential import observe, recording
+
+    model = tiny_model("llama")
+    before = inspect.signature(model.forward)
+    outputs = []
+    with recording(model, outputs, forward=True):
+        assert inspect.signature(model.forward) == before
+        with torch.no_grad():
+            model.generate(torch.tensor([[5, 6, 7]]), max_new_tokens=2, do_sample=False,
+                           return_dict_in_generate=True, output_scores=True)
+    assert "generate" not in vars(model) and "forward" not in vars(model)
+    calls = [o["call"] for o in outputs]
+    assert calls.count("generate") == 1 and calls.count("forward") == 2
+    record = outputs[-1]
+    assert record["sequences"].shape == (1, 5) and len(record["scores"]) == 2 and record["cache_length"] == 4
+
+    def caught(subject):
+        try:
+            {}["x"]
+        except KeyError as exc:
+            from hf_genfix.oracles import DefectObserved
+
+            raise DefectObserved("the oracle re-raises it") from exc
+
+    obs = observe(caught, None)
+    assert (obs.outcome, obs.error, obs.caught) == ("raised", "KeyError", True)
