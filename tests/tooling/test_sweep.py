@@ -183,3 +183,18 @@ def test_new_scenarios_pass_on_llama_without_hf_genfix(make_registry):
     elif release < Version("5.3"):  # huggingface/transformers#43082: chunk positions ignore the padding
         assert verdicts.pop("left-padded-chunked-prefill") in ("unknown", "known")
     assert set(verdicts.values()) == {"pass"}, verdicts
+
+
+def test_a_switched_off_patch_explains_the_scenario_its_manifest_claims():
+    """patches/right-padding.toml claims multi-turn: with that patch off, the right-padded first turn fails and
+    the sweep names the patch instead of reporting a new defect."""
+    import hf_genfix
+    from hf_genfix import doctor
+
+    registry = hf_genfix._default()
+    doctor.import_targets(registry)
+    with hf_genfix.disabled("right-padding"):
+        out = sweep.run_sweep(registry, archs=["llama"], scenarios=["multi-turn"])
+    (finding,) = out["known"]
+    assert (finding["explained_by"], finding["verdict"]) == ("right-padding", "known"), finding
+    assert "first turn on right-padded prompts" in finding["message"] and not sweep.failed(out)
