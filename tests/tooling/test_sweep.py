@@ -116,6 +116,7 @@ def test_an_architecture_where_everything_crashes_alike_is_unusable_not_a_defect
     out = sweep.run_sweep(make_registry("fixed-here"), archs=["llama"], scenarios=["first", "second", "third"])
     assert out["unknown"] == [] and out["unusable"]["llama"].startswith("KeyError: 'boom'")
     assert "unusable tiny: llama" in sweep.render_text(out)
+    assert {o["verdict"] for o in out["architectures"]["llama"]["scenarios"].values()} == {"unusable"}
 
 
 def _claiming_registry(tmp_path, claims):

@@ -53,6 +53,7 @@ _UNSUPPORTED = ("not support", "isn't supported", "is not supported", "not compa
 # Verdicts per scenario; the last three make the exit status 1.
 PASS, SKIPPED, UNSUPPORTED, KNOWN = "pass", "skipped", "unsupported", "known"
 CATALOG_WRONG, WORSE, UNKNOWN = "catalog-wrong", "worse", "unknown"
+UNUSABLE = "unusable"  # the architecture's tiny config does not suit it: every scenario crashes alike
 FAILING = (CATALOG_WRONG, WORSE, UNKNOWN)
 MEANING = {
     PASS: "the output matches the oracle",
@@ -62,6 +63,7 @@ MEANING = {
     CATALOG_WRONG: "a patch removes it, but its affected range excludes this release: the catalog is wrong",
     WORSE: "upstream passes with every patch off, hf_genfix fails: a regression hf_genfix causes",
     UNKNOWN: "a defect no manifest explains: new",
+    UNUSABLE: "every scenario of the architecture crashes alike: its tiny config does not suit it",
 }
 
 Scenario = Callable[["Subject"], dict]
@@ -600,6 +602,8 @@ def run_sweep(registry: Any = None, archs: Iterable[str] | None = None, scenario
             # Every scenario dies the same way: the tiny config does not suit this architecture (a hybrid with
             # no attention layer at 2 layers, a head size the defaults break), not one generation path.
             unusable[model_type] = ran[0]["message"]
+            for out in per.values():
+                out["verdict"] = UNUSABLE if out["outcome"] == "crash" else out["outcome"]
             results[model_type] = {"seconds": round(time.perf_counter() - arch_start, 3), "scenarios": per}
             say(f"{counter}: unusable tiny, every scenario fails with {ran[0]['message']}")
             continue
