@@ -117,3 +117,12 @@ def test_sweep_progress_goes_to_stderr(make_registry, capsys):
     assert code == 0
     assert "hf-genfix doctor --sweep [1/1] llama: 1 scenarios in " in captured.err and "elapsed" in captured.err
     assert "sweep: OK: 0 unknown defect(s), 0 worse than upstream" in captured.out
+
+
+def test_sweep_differential_prints_the_counts(make_registry, capsys):
+    code = doctor.main(["--sweep", "--differential", "--quiet", "--arch", "llama", "--scenario", "cached"],
+                       registry=make_registry("fixed-here"))
+    captured = capsys.readouterr()
+    assert code == 0 and captured.err == ""
+    assert "differential (with vs without hf_genfix): 1 scenarios: 1 identical, 0 corrected, 0 same-exception, " \
+           "0 worse" in captured.out
