@@ -147,3 +147,21 @@ def test_the_callers_tensors_are_not_modified():
     with torch.no_grad():
         model.generate(out, attention_mask=mask2, max_new_tokens=2, do_sample=False, pad_token_id=PAD)
     assert torch.equal(out, before[0]) and torch.equal(mask2, before[1])
+
+
+def test_a_mask_that_does_not_describe_the_sequences_is_reported(monkeypatch, caplog):
+    """Beyond the remembered realignments, the call runs as upstream runs it, and the log says why it is wrong."""
+    import logging
+
+    model = model_of("llama")
+    rows = ragged_rows(LENGTHS, seed=5)
+    out, mask, _ = _first_turn(model, rows)
+    mask2 = torch.cat([mask, _ones(len(rows), TURN1)], dim=1)
+    monkeypatch.setattr(right_padding, "_realigned", type(right_padding._realigned)(maxlen=16))
+    monkeypatch.setattr(right_padding._tell_if_misdescribed, "told", False, raising=False)
+    kwargs = dict(attention_mask=mask2, max_new_tokens=2, do_sample=False, pad_token_id=PAD, eos_token_id=NO_EOS)
+    with caplog.at_level(logging.WARNING, logger="hf_genfix"), torch.no_grad():
+        with_patch = model.generate(out, **kwargs)
+    assert "does not describe input_ids" in caplog.text
+    with hf_genfix.disabled("right-padding"), torch.no_grad():
+        assert torch.equal(with_patch, model.generate(out, **kwargs))

@@ -30,7 +30,8 @@ left padding and hide real prompt tokens. So each realignment is remembered (the
 and the caller's mask, on the CPU) and a later ``generate()`` whose ``input_ids`` begin with a returned prompt
 and whose mask begins with the caller's mask for it gets that part of the mask rotated like the prompt was: each
 row then continues as it does alone. Nothing else is touched: a mask that describes the sequences (``out !=
-pad``, a left-aligned mask) is left as it is, and re-tokenized text is a new batch.
+pad``, a left-aligned mask) is left as it is, and re-tokenized text is a new batch. A mask that hides real
+tokens and attends pad tokens of the same row, not recognised, is reported once (WARNING) and used as given.
 """
 
 from __future__ import annotations
@@ -141,9 +142,11 @@ def _plan(model: Any, args: tuple, kwargs: dict) -> Any:
     if not isinstance(mask, torch.Tensor) or mask.dim() != 2 or mask.shape != reference.shape[:2]:
         return None
     index = _left_align_index(mask)
-    if index is None:
-        return None if built_mask else "left-aligned"
-    if isinstance(index, str):
+    if index is None or isinstance(index, str):
+        if not built_mask:
+            _tell_if_misdescribed(model, args, kwargs, ids, mask)
+        if index is None:
+            return None if built_mask else "left-aligned"
         return None  # holes in the mask: not padding
     batch, width = mask.shape
     new_kwargs = dict(kwargs)
@@ -167,6 +170,30 @@ def _plan(model: Any, args: tuple, kwargs: dict) -> Any:
     if ids_key == "inputs":
         new_kwargs["inputs"] = aligned_ids
     return (), new_kwargs, remembered
+
+
+def _tell_if_misdescribed(model: Any, args: tuple, kwargs: dict, ids: Any, mask: Any) -> None:
+    """Log once when a mask with holes hides real tokens and attends pad tokens of the same row: a mask that
+    describes another layout (e.g. a right-padded prompt's, kept after hf_genfix realigned it 16+ calls ago).
+    The call itself runs as transformers runs it."""
+    import torch
+
+    if not isinstance(ids, torch.Tensor) or ids.shape != mask.shape or bool(mask.ne(0).all()):
+        return
+    pad = _pad_id(model, args, kwargs)
+    if pad is None:
+        return
+    attended, is_pad = mask.ne(0), ids.eq(pad)
+    if not bool(((attended & is_pad).any(dim=1) & (~attended & ~is_pad).any(dim=1)).any()):
+        return
+    with _realigned_lock:
+        first = not getattr(_tell_if_misdescribed, "told", False)
+        _tell_if_misdescribed.told = True
+    log.log(logging.WARNING if first else logging.DEBUG,
+            "hf_genfix right-padding: the attention_mask given to generate() hides real tokens and attends pad "
+            "tokens (id %s) of the same row, so it does not describe input_ids; if these are sequences returned "
+            "for a right-padded batch, pass attention_mask=(sequences != pad_token_id) (see hf_genfix "
+            "docs/padding.md, 'The next turn')", pad)
 
 
 def _pad_id(model: Any, args: tuple, kwargs: dict) -> int | None:
