@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import linecache
 import threading
+import types
 import warnings
 from typing import Any, Callable
 
@@ -193,7 +195,7 @@ class Patcher:
     def _wrap_on(self, parent: Any, attr: str, value: Any, wrapper: Callable, enabled: Any) -> GenfixWrapper:
         if wrapped_by(value, self.patch_id):
             raise RuntimeError(f"{parent!r}.{attr} is already wrapped by patch {self.patch_id!r}")
-        proxy = GenfixWrapper(value, wrapper, enabled=enabled)
+        proxy = GenfixWrapper(value, hidden_from_warnings(wrapper), enabled=enabled)
         proxy._self_genfix_patch = self.patch_id
         self._set(parent, attr, proxy)
         return proxy
@@ -235,6 +237,36 @@ class Patcher:
         setattr(parent, attr, new)
         self._changes.append(change)
         self._undo.append(undo)
+
+
+# An upstream warning with stacklevel > 1 names the frame that called upstream code; through a patch that is the
+# wrapper's frame, not the user's line. CPython's warnings (the C and the Python implementation alike) skip frames
+# whose code filename contains "importlib" and "_bootstrap" while counting stacklevel, so each installed wrapper is
+# a copy of the fix's function whose code carries that marker: no cost per call, no global state touched, and
+# warnings raised by a fix itself (an internal frame) count frames plainly, as before.
+_HIDDEN = " (hf_genfix wrapper: skipped by warnings like importlib._bootstrap)"
+
+
+def hidden_from_warnings(func: Any) -> Any:
+    """A copy of the function ``func`` that ``warnings.warn(..., stacklevel>1)`` steps over; other callables
+    unchanged."""
+    if not isinstance(func, types.FunctionType) or func.__code__.co_filename.endswith(_HIDDEN):
+        return func
+    filename = func.__code__.co_filename + _HIDDEN
+    clone = types.FunctionType(_marked(func.__code__, filename), func.__globals__, func.__name__,
+                               func.__defaults__, func.__closure__)
+    clone.__kwdefaults__ = func.__kwdefaults__
+    clone.__qualname__ = func.__qualname__
+    clone.__doc__ = func.__doc__
+    clone.__dict__.update(func.__dict__)
+    # Tracebacks and inspect still show the fix's source lines: served from its module's loader.
+    linecache.lazycache(filename, func.__globals__)
+    return clone
+
+
+def _marked(code: types.CodeType, filename: str) -> types.CodeType:
+    consts = tuple(_marked(c, filename) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)
 
 
 def _all_subclasses(cls: type, include_self: bool = False) -> list[type]:
