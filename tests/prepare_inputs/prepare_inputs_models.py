@@ -72,3 +72,19 @@ def quiet_transformers():
         yield
     finally:
         logging.set_verbosity(level)
+
+
+def with_and_without(call, patch_id: str = "prepare-inputs"):
+    """``call()`` once without the patch and once as this release's catalog installs it: two outcomes, each the
+    return value or the exception's type name (the same upstream failure with and without is "unchanged")."""
+    import hf_genfix
+
+    def run():
+        try:
+            return call()
+        except Exception as exc:  # noqa: BLE001 - compared by type below
+            return type(exc).__name__
+
+    with hf_genfix.disabled(patch_id):
+        plain = run()
+    return plain, run()
