@@ -21,18 +21,21 @@ def release():
     return Version(Version(transformers.__version__).base_version)
 
 
-def model_of(arch: str):
-    """The tiny ``arch`` model, built once; an architecture this release lacks is a skip with the reason."""
+def model_of(arch: str, seq2seq: bool = False):
+    """The tiny ``arch`` model (an encoder-decoder one of ``oracles.decode.SEQ2SEQ`` with ``seq2seq``), built
+    once; an architecture this release lacks is a skip with the reason."""
     from hf_genfix.cli import load_targets
     from hf_genfix.oracles import ProbeSkipped, tiny_model
+    from hf_genfix.oracles.decode import tiny_seq2seq
 
     load_targets()  # every patch decided (applied / not-needed) before the first model runs
-    if arch not in _models:
+    key = ("seq2seq", arch) if seq2seq else arch
+    if key not in _models:
         try:
-            _models[arch] = tiny_model(arch)
+            _models[key] = tiny_seq2seq(arch) if seq2seq else tiny_model(arch)
         except ProbeSkipped as exc:
             pytest.skip(str(exc))
-    return _models[arch]
+    return _models[key]
 
 
 def skip_known_limit(arch: str, scenario: str = "loop") -> None:

@@ -11,27 +11,16 @@ from __future__ import annotations
 
 import pytest
 
-from prepare_inputs_models import quiet_transformers, with_and_without
+from prepare_inputs_models import model_of, quiet_transformers, with_and_without
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 ARCHES = ("t5", "bart", "whisper")
-_models: dict = {}
 
 
 def seq2seq_of(arch):
-    from hf_genfix.cli import load_targets
-    from hf_genfix.oracles import ProbeSkipped
-    from hf_genfix.oracles.decode import tiny_seq2seq
-
-    load_targets()
-    if arch not in _models:
-        try:
-            _models[arch] = tiny_seq2seq(arch)
-        except ProbeSkipped as exc:
-            pytest.skip(str(exc))
-    return _models[arch]
+    return model_of(arch, seq2seq=True)
 
 
 @pytest.mark.parametrize("cache_key", ["past_key_values", "cache"])

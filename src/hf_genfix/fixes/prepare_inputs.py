@@ -16,23 +16,35 @@ tests/prepare_inputs, measured on the matrix releases):
   that ignore left padding.
 - every release (4.40 .. 5.24): a caller that does not grow the mask by the new token gets a shape error (up to
   5.2) or silently wrong logits (5.3+): the method passes the mask through as it came.
+- encoder-decoder models (T5, BART, Whisper), the decoder ids fed whole each step: right on 4.40 - 4.45;
+  4.46 - 4.47 T5 raises TypeError (BART/Whisper on legacy tuples are right; BART fed the last token raises
+  IndexError); 4.53 - 5.2 TypeError for all three; 5.3 - 5.24 the decoder ids are not trimmed (logit diff: T5
+  2.2 - 2.9, BART 0.37, Whisper 0.29).
 
 Detection (``probe``): a left-padded batch decoded by hand, each step calling ``prepare_inputs_for_generation``
 with only (whole ids, cache, mask): tiny Llama with the mask grown by the caller, tiny gpt2 (absolute positions)
-with a mask never grown; each step's logits must equal a no-cache forward over the unpadded row (atol 1e-4).
+with a mask never grown; and a tiny T5 fed its whole decoder ids with the encoder output. Each step's logits
+must equal a no-cache forward over the unpadded row (for T5: over the decoder ids with the same encoder output;
+atol 1e-4).
 
 Correction. The generic method and every model class's own override (those of later classes too, e.g.
 remote-code models, through ``wrap_subclasses``) are wrapped. A call that carries what ``generate()`` passes
 (``next_sequence_length`` from 5.3, a ``cache_position`` before) is left alone, so ``generate()`` is
 bit-identical with and without the patch. Any other call is completed into the call ``generate()`` would have
-made: the cache under this release's keyword (``cache`` from 5.24, ``past_key_values`` before), the mask grown
-to cached + new tokens, ``cache_position`` where the method takes one, ``next_sequence_length`` (5.3+: the
-number of tokens the cache lacks), and from 5.3 2-D position ids ``cumsum(mask) - 1`` (0 at padding) of the new
-tokens for models whose forward takes them (multi-axis mrope models are left alone; up to 5.2 the method
-derives them from the completed mask itself). The ids may be the whole sequence or only the new tokens; a cache
-given positionally in the 4.x order is found on 5.3+ too. The upstream method then does the rest, so
-model-specific overrides keep their behaviour. Encoder-decoder models and state-space caches (``cache_params``)
-are left alone.
+made. First, how many of the ids are new, from what the call itself states (``helpers.decode.stated_new_tokens``):
+its ``cache_position`` or ``position_ids``, a mask as wide as cached + ids (all new) or no wider than the ids
+(the whole sequence), or, for encoder-decoder models, decoder ids that begin with the start token (the whole
+sequence). Ids longer than the cache with none of these are ambiguous, and transformers' own contract decides:
+from 5.3 "already sliced" (all new, as upstream feeds them); up to 5.2, which has no such contract, the call
+goes on unchanged and fails, or not, exactly as without hf_genfix; the guess is logged at debug level. Then:
+the cache under this release's keyword (``cache`` from 5.24, ``past_key_values`` before), the mask grown to
+cached + new tokens (never cut), ``cache_position`` where the method takes one, ``next_sequence_length`` (5.3+),
+and from 5.3 2-D position ids ``cumsum(mask) - 1`` (0 at padding) of the new tokens for decoder-only models whose
+forward takes them, when the mask has padding (multi-axis mrope models are left alone; up to 5.2 the method
+derives them from the mask itself). Encoder-decoder calls use the decoder's mask and positions
+(``decoder_attention_mask``, ``decoder_position_ids``) and never touch the encoder's ``attention_mask``. A
+cache given positionally in the 4.x order is found on 5.3+ too. The upstream method then does the rest, so
+model-specific overrides keep their behaviour. State-space caches (``cache_params``) are left alone.
 """
 
 from __future__ import annotations
