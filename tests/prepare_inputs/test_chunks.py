@@ -50,7 +50,7 @@ def test_chunk_after_cached_prefix_is_fed_whole(arch, how):
     from hf_genfix.oracles import assert_close
 
     model = model_of(arch)
-    skip_known_limit(arch)
+    skip_known_limit(arch, "chunk")
     plain, patched = with_and_without(lambda: _chunk_logits(model, how))
     assert not isinstance(patched, str), f"{arch}, {how}: {patched} (without hf_genfix: {plain})"
     assert patched.shape[1] == len(TOKENS) - PREFIX, f"{arch}, {how}: only {patched.shape[1]} tokens fed"

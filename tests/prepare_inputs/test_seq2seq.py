@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from prepare_inputs_models import model_of, quiet_transformers, with_and_without
+from prepare_inputs_models import model_of, quiet_transformers, skip_known_limit, with_and_without
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -73,6 +73,7 @@ def test_decoder_chunk_after_a_cached_prefix_is_fed_whole():
     from hf_genfix.oracles.decode import encoder_inputs
 
     model = seq2seq_of("bart")
+    skip_known_limit("bart", "chunk")
     source = encoder_inputs(model)
     start = model.config.decoder_start_token_id
     decoder_ids = torch.tensor([[start, 17, 44, 91, 23, 5], [start, 60, 12, 77, 38, 101]])

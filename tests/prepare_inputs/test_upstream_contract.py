@@ -15,10 +15,17 @@ from __future__ import annotations
 
 import pytest
 
-from prepare_inputs_models import model_of, release, with_and_without
+from prepare_inputs_models import model_of, release, skip_known_limit, with_and_without
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
+
+
+@pytest.fixture(autouse=True)
+def _generic_method_only():
+    # Upstream's contract test is written for the generic method (4.46+); before, Llama's own override neither
+    # forwarded extra arguments nor took ids already sliced.
+    skip_known_limit("llama", "chunk")
 
 
 def _ids():
@@ -109,7 +116,7 @@ def test_already_sliced_ids_are_never_cut(chunk, with_mask):
 
     if not with_mask and chunk > 2 and release() < Version("5.3"):
         pytest.skip("before 5.3 transformers has no 'already sliced' contract: 3 ids after 2 cached positions and "
-                    "nothing else raise TypeError with and without hf_genfix (test_chunks.py)")
+                    "nothing else go on unchanged, upstream's TypeError on 4.46 - 5.2 (test_chunks.py compares)")
     model, ids = model_of("llama"), torch.tensor([[5, 6, 7, 11, 12], [8, 9, 10, 13, 14]])
     cache = _cache_of(model, ids[:, :2])
     new_ids = ids[:, 2:2 + chunk]
