@@ -145,6 +145,32 @@ def test_explicit_position_ids_are_kept():
                                                        use_cache=True), kept)
 
 
+@pytest.mark.parametrize("chunk", [1, 3], ids=["one-token", "three-tokens"])
+def test_static_cache_gets_a_mask_for_the_new_tokens_only(chunk):
+    # A static cache of 10 slots holding 2 tokens: the mask over cache + new tokens becomes a 4-D mask of
+    # (batch, 1, new tokens, 10) where the release builds one for compileable caches.
+    import inspect
+
+    import torch
+    from transformers import StaticCache
+
+    model, ids = model_of("llama"), torch.tensor([[5, 6, 7, 11, 12], [8, 9, 10, 13, 14]])
+    batch = {"max_batch_size": 2} if "max_batch_size" in inspect.signature(StaticCache.__init__).parameters else {}
+    static = StaticCache(config=model.config, max_cache_len=10, **batch)
+    with torch.no_grad():
+        model(ids[:, :2], past_key_values=static, use_cache=True)
+    new_ids, mask = ids[:, 2:2 + chunk], torch.ones_like(ids[:, :2 + chunk])
+
+    def shaped(out):
+        assert torch.equal(out["input_ids"], new_ids)
+        built = out["attention_mask"]
+        if isinstance(built, torch.Tensor) and built.ndim == 4:
+            assert tuple(built.shape[-2:]) == (chunk, 10)
+
+    _check(lambda: model.prepare_inputs_for_generation(new_ids, past_key_values=static, attention_mask=mask,
+                                                       use_cache=True), shaped)
+
+
 def test_prompt_from_embeddings_then_ids():
     # The prompt as inputs_embeds on an empty cache, then the ids once the prompt is cached.
     import inspect
