@@ -1,5 +1,5 @@
 """The decode-loop oracles: a hand-written greedy loop built on ``model.prepare_inputs_for_generation``, for
-decoder-only and for encoder-decoder models.
+decoder-only and for encoder-decoder models, and a chunk of new tokens fed after a cached prefix.
 
 This is how custom loops, speculative-decoding and RL libraries and serving code use the method: each step
 they pass only the whole sequence so far, the cache the last forward returned and the attention mask, and feed
@@ -199,3 +199,50 @@ def check_manual_seq2seq_loop(
             raise DefectObserved(f"{what}: step {t}: max |logit diff| {diff:.3g} vs a no-cache forward of the "
                                  f"decoder ids with the same encoder output (atol {ATOL})", max_logit_diff=diff, step=t)
     return {"max_logit_diff": worst, "steps_compared": len(step_logits) * decoder_ids.shape[0]}
+
+
+# -- a chunk fed after a cached prefix ----------------------------------------------------------------------------
+CHUNK_TOKENS: tuple[int, ...] = (17, 44, 91, 23, 5, 60, 12, 77, 38, 101, 9, 64, 30)
+CHUNK_PREFIX = 3
+# How the caller says that the chunk's ids are new: what prepare_inputs_for_generation is given besides the cache.
+CHUNK_STATEMENTS = ("cache_position", "position_ids", "mask-over-cache-and-chunk", "nothing")
+
+
+def chunk_after_cache(model: Any, stated: str = "cache_position") -> tuple[Any, Any]:
+    """A cache holding a 3-token prefix (a system prompt, an earlier turn), then the next 10 tokens through
+    ``prepare_inputs_for_generation(chunk, past_key_values=cache, use_cache=True, <stated>)`` and ``forward``.
+    Returns (the chunk's logits, the same positions of a no-cache forward over all 13 tokens)."""
+    import torch
+
+    from ..helpers.decode import cache_from_outputs
+
+    ids = torch.tensor([CHUNK_TOKENS])
+    new = torch.arange(CHUNK_PREFIX, len(CHUNK_TOKENS))
+    given = {"cache_position": {"cache_position": new}, "position_ids": {"position_ids": new[None]},
+             "mask-over-cache-and-chunk": {"attention_mask": torch.ones_like(ids)}, "nothing": {}}[stated]
+    with torch.no_grad():
+        reference = model(ids, use_cache=False).logits[:, CHUNK_PREFIX:]
+        cache = cache_from_outputs(model(ids[:, :CHUNK_PREFIX], use_cache=True))
+        inputs = model.prepare_inputs_for_generation(ids[:, CHUNK_PREFIX:], past_key_values=cache, use_cache=True,
+                                                     **given)
+        return model(**inputs).logits, reference
+
+
+def check_chunk_after_cache(model_or_type: Any, stated: str = "cache_position") -> dict[str, Any]:
+    """``chunk_after_cache`` against its reference: every one of the 10 new tokens fed, logits within atol."""
+    from .reference import ATOL, max_diff
+
+    model = tiny_model(model_or_type) if isinstance(model_or_type, str) else model_or_type
+    what = f"{model.config.model_type}: 10 tokens after a cached 3-token prefix, new tokens stated by {stated}"
+    try:
+        logits, reference = chunk_after_cache(model, stated)
+    except UPSTREAM_ERRORS as exc:
+        raise DefectObserved(f"{what}: {type(exc).__name__}: {exc}", error=type(exc).__name__) from exc
+    if logits.shape != reference.shape:
+        raise DefectObserved(f"{what}: {logits.shape[1]} of {reference.shape[1]} tokens fed",
+                             max_logit_diff=float("inf"))
+    diff = max_diff(logits, reference)
+    if not diff <= ATOL:
+        raise DefectObserved(f"{what}: max |logit diff| {diff:.3g} vs a no-cache forward (atol {ATOL})",
+                             max_logit_diff=diff)
+    return {"max_logit_diff": diff, "steps_compared": reference.shape[1]}
