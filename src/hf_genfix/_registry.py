@@ -29,6 +29,8 @@ log = logging.getLogger("hf_genfix")
 APPLIED, FORCED, NOT_NEEDED, DISABLED, PENDING, DRIFT, FAILED = (
     "applied", "forced", "not-needed", "disabled", "pending", "drift", "failed",
 )
+# Decided to install, hooked, waiting for a target module: installed as that module's import completes.
+ARMED = "armed"
 INSTALLED = (APPLIED, FORCED)
 
 
@@ -240,7 +242,8 @@ class Registry:
             return False, DISABLED, "inside hf_genfix.disabled()"
         waiting = [mod for mod in m.target_modules if not _imported(mod, trigger)]
         if waiting:
-            return False, PENDING, "waiting for " + " and ".join(waiting)
+            return False, ARMED, "installs when " + " and ".join(waiting) + " " + (
+                "is" if len(waiting) == 1 else "are") + " imported"
         if entry.sticky:
             return False, *entry.sticky
         if affected:
@@ -312,7 +315,7 @@ class Registry:
             return
         by_state: dict[str, list[str]] = {}
         for pid in changed:
-            if self._entries[pid].state != PENDING:  # still waiting: said once it is decided
+            if self._entries[pid].state not in (PENDING, ARMED):  # still waiting: said once it is installed
                 by_state.setdefault(self._entries[pid].state, []).append(pid)
         if not by_state:
             return
