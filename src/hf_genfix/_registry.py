@@ -46,6 +46,8 @@ class PatchStatus:
     fixed_upstream: Mapping[str, str]
     transformers_version: str | None
     toggle: str
+    calls_seen: int = 0  # calls through the patch while recording was on (hf_genfix.recording(), LOG=debug)
+    calls_changed: int = 0  # of those, the calls the patch changed
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
