@@ -53,7 +53,7 @@ def changed(patch_id: str, what: str, *args: Any) -> None:
             rec.lines.append(line)
             s, c = rec.counts.get(patch_id, (0, 0))
             rec.counts[patch_id] = (s, c + 1)
-    log.debug("hf_genfix: %s", line)
+    log.debug("%s", line)
 
 
 def counts(patch_id: str) -> tuple[int, int]:

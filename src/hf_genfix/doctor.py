@@ -10,7 +10,8 @@ while the probes do); a patch installed here but not there is ``unprotected``.
 
 The exit status is non-zero when an installed patch's probe still fails, when a probe shows the defect on a
 release its manifest calls unaffected (``catalog wrong``), when a needed patch could not be installed and the
-defect is there, when a plain program does not get an installed patch, or when a probe is broken (an exception other than DefectObserved / ProbeSkipped).
+defect is there, when a plain program does not get an installed patch, or when a probe is broken (an exception
+other than DefectObserved / ProbeSkipped).
 
 ``--sweep`` then runs the general oracles over every decoder-only architecture of the installed release
 (``hf_genfix.oracles.sweep``) and reports the failures no manifest explains.

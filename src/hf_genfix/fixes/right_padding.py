@@ -29,6 +29,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from .. import _record
+
 GENERATE = "transformers.generation.utils:GenerationMixin.generate"
 WARNING = "transformers.generation.utils:logger.warning"
 
@@ -49,6 +51,8 @@ def install(patcher: Any) -> None:
 
 
 def _generate(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+    if _record.on:
+        _record.seen("right-padding")
     plan = _plan(instance, args, kwargs)
     if plan is None:
         return wrapped(*args, **kwargs)
@@ -97,6 +101,8 @@ def _plan(model: Any, args: tuple, kwargs: dict) -> Any:
     if isinstance(index, str):
         return None  # holes in the mask: not padding
     batch, width = mask.shape
+    if _record.on:
+        _record.changed("right-padding", "realigned %d of %d rows", int(index[:, 0].ne(0).sum()), batch)
     new_kwargs = dict(kwargs)
     for key, value in kwargs.items():
         if (
