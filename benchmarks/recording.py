@@ -15,10 +15,10 @@ lines a user sees.
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import statistics
-import time
+
+from _timing import cpu_timed
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -55,14 +55,7 @@ def main() -> int:
 
     def timed(side: str) -> tuple[float, torch.Tensor]:
         with sides[side](), torch.no_grad():
-            gc.collect()
-            gc.disable()
-            try:
-                start = time.process_time()
-                out = model.generate(ids, **kwargs)
-                return time.process_time() - start, out
-            finally:
-                gc.enable()
+            return cpu_timed(lambda: model.generate(ids, **kwargs))
 
     names = list(sides)
     for name in names:  # warm-up: kernels, allocator, lazy imports
