@@ -65,7 +65,8 @@ def recording() -> ContextManager[Any]:
     ``rec.lines`` has one line per changed call ("right-padding: realigned 3 of 8 rows"), ``rec.counts`` maps
     patch id -> (calls seen, calls changed), and ``status()`` counts them too. Off outside the block (unless
     ``HF_GENFIX_LOG=debug``, which records the whole process and logs each line at DEBUG); when off it costs one
-    flag check per patched call."""
+    flag check per patched call. The switch is process-wide: while a block is open, calls from other threads
+    are recorded in it too."""
     from . import _record
 
     return _record.recording()
