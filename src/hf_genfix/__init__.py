@@ -113,14 +113,30 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'hf_genfix' has no attribute {name!r}")
 
 
+def _launched_as_cli() -> bool:
+    """Whether this process is the ``hf-genfix`` command (console script or ``python -m hf_genfix``), decided
+    while ``hf_genfix`` itself is being imported, before the command's code runs."""
+    import os
+    import sys
+
+    if os.path.basename(sys.argv[0] if sys.argv else "") in ("hf-genfix", "hf-genfix.exe", "hf-genfix-script.py"):
+        return True
+    if sys.argv[:1] != ["-m"]:  # `python -m X`: runpy imports X's package while sys.argv[0] is still "-m"
+        return False
+    orig = list(getattr(sys, "orig_argv", ()))
+    for i, arg in enumerate(orig):
+        if arg.startswith("-m"):
+            module = arg[2:] or (orig[i + 1] if i + 1 < len(orig) else "")
+            return module.split(".")[0] == "hf_genfix"
+    return False
+
+
 try:
     _activation.activate()
 except ConfigError:
     # The `hf-genfix` command reports a bad environment itself, in one line (and `hf-genfix list` still lists
     # the valid names); anywhere else a bad environment stops the import before anything is hooked.
-    from .cli import launched_as_cli
-
-    if not launched_as_cli():
+    if not _launched_as_cli():
         raise
 else:
     if _activation.config().log_level == "debug":

@@ -43,23 +43,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     return cmd_list(args.json)
 
 
-def launched_as_cli() -> bool:
-    """Whether this process is the ``hf-genfix`` command (console script or ``python -m hf_genfix``), decided
-    while ``hf_genfix`` itself is being imported, before the command's code runs."""
-    argv0 = os.path.basename(sys.argv[0]) if sys.argv else ""
-    if argv0 in ("hf-genfix", "hf-genfix.exe", "hf-genfix-script.py"):
-        return True
-    # `python -m hf_genfix`: runpy imports the package while sys.argv[0] is still "-m".
-    orig = list(getattr(sys, "orig_argv", ()))
-    if sys.argv[:1] != ["-m"]:
-        return False
-    for i, arg in enumerate(orig):
-        if arg.startswith("-m"):
-            module = arg[2:] or (orig[i + 1] if i + 1 < len(orig) else "")
-            return module.split(".")[0] == "hf_genfix"
-    return False
-
-
 # -- the environment ----------------------------------------------------------------------------------------------
 def environment_problems(environ: Any = None) -> list[Any]:
     """A ``ConfigError`` for each ``HF_GENFIX*`` variable of ``environ`` that hf_genfix rejects (each checked
