@@ -80,6 +80,7 @@ def test_a_program_importing_hf_genfix_still_raises_config_error():
     assert "hf_genfix._config.ConfigError: HF_GENFIX_RIGHT_PADING='on'" in proc.stderr
 
 
+@pytest.mark.skipif(os.name != "posix", reason="the stand-in interpreter is a shell script")
 def test_run_with_a_python_that_lacks_hf_genfix_names_the_one_that_has_it(tmp_path):
     # A python of another environment: hf_genfix cannot be imported there (shadowed, so that the test holds
     # whether or not hf_genfix is installed in this one's site-packages).

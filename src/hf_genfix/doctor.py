@@ -203,7 +203,10 @@ def judge_plain_program(report: PatchReport, plain: dict[str, Any]) -> None:
     from ._registry import INSTALLED
 
     report.plain_program = plain
-    if plain.get("state") is None or plain["state"] in INSTALLED or report.failing:
+    if plain.get("state") is None:
+        report.message += f" (not checked in a plain program: {plain.get('error') or plain.get('reason')})"
+        return
+    if plain["state"] in INSTALLED or report.failing:
         return
     report.verdict = UNPROTECTED
     report.message = (

@@ -136,3 +136,13 @@ def test_plain_program_runs_in_a_fresh_interpreter():
     for pid, affected in (("right-padding", ">=4.40.2"), ("padding-side", ">=5.0.0")):
         expected = "applied" if in_range(affected, transformers.__version__) else "not-needed"
         assert (records[pid]["state"], records[pid]["error"]) == (expected, None), records[pid]
+
+
+def test_a_plain_program_that_could_not_run_leaves_the_verdict_and_says_so(make_registry):
+    def start(patches):
+        return lambda: {"fixed-here": {"program": "fixture", "imports": "import x", "state": None,
+                                       "reason": "", "error": "the interpreter failed (exit 1)"}}
+
+    (patch,) = doctor.diagnose(make_registry("fixed-here"), plain_states=start)["patches"]
+    assert patch["verdict"] == "fixed"
+    assert "not checked in a plain program: the interpreter failed (exit 1)" in patch["message"]
