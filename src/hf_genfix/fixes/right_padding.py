@@ -51,9 +51,9 @@ def install(patcher: Any) -> None:
 
 
 def _generate(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+    plan = _plan(instance, args, kwargs)
     if _record.on:
         _record.seen("right-padding")
-    plan = _plan(instance, args, kwargs)
     if plan is None:
         return wrapped(*args, **kwargs)
     if plan == "left-aligned":
