@@ -28,6 +28,7 @@ PROGRAMS: dict[str, str] = {
     # whose module is what gets imported (AutoModelForCausalLM alone imports no generation code).
     "causal-lm": "from transformers import LlamaForCausalLM",
     "phi3": "from transformers import Phi3ForCausalLM",
+    "gpt-neox": "from transformers import GPTNeoXForCausalLM",
     "gemma3-vlm": "from transformers import Gemma3ForConditionalGeneration",
     "gemma4-vlm": "from transformers import Gemma4ForConditionalGeneration",
 }
@@ -36,6 +37,8 @@ BY_FAMILY: dict[str, str] = {
     "padding": "causal-lm",
     "prepare-inputs": "causal-lm",
     "sliding-window": "causal-lm",
+    "decoding": "causal-lm",
+    "drafting": "causal-lm",  # generation.utils imports candidate_generator
 }
 
 BY_ID: dict[str, str] = {
@@ -43,6 +46,7 @@ BY_ID: dict[str, str] = {
     "padding-side": "tokenizer",
     "pad-token-collator": "collator",
     "prepare-inputs-logits-to-keep": "phi3",
+    "decoding-gpt-neox-static-cache": "gpt-neox",
     "sliding-window-image-index-gemma3": "gemma3-vlm",
     "sliding-window-image-mask-gemma3": "gemma3-vlm",
     "sliding-window-image-static-gemma3": "gemma3-vlm",
