@@ -15,12 +15,12 @@ makes (completed into generate's call) is timed too, for information. Targets: r
 from __future__ import annotations
 
 import argparse
-import gc
 import inspect
 import statistics
 import time
 
 from _paired import ratio as paired_ratio, report
+from _timing import cpu_timed
 
 PATCHES = ("prepare-inputs", "prepare-inputs-logits-to-keep", "legacy-cache")
 
@@ -51,14 +51,7 @@ def main() -> int:
     def timed_generate(context) -> tuple[float, torch.Tensor]:
         # Switching patches allocates (wrappers for every class); collect before, not inside, the timed region.
         with context, torch.no_grad():
-            gc.collect()
-            gc.disable()
-            try:
-                start = time.process_time()
-                out = model.generate(ids, **kwargs)
-                return time.process_time() - start, out
-            finally:
-                gc.enable()
+            return cpu_timed(lambda: model.generate(ids, **kwargs))
 
     for _ in range(2):  # warm-up: kernels, allocator, lazy imports
         timed_generate(hf_genfix.forced(*PATCHES)), timed_generate(hf_genfix.disabled(*PATCHES))

@@ -39,6 +39,8 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
                       "batch 8, 64 tokens)", ["--pairs", "30"], ["--pairs", "6", "--repeat", "1"]),
     "prepare_inputs": ("`generate()` with vs without the prepare-inputs patches (tiny Llama, batch 4, 256 tokens)",
                        ["--pairs", "15"], ["--pairs", "5", "--new", "64", "--calls", "2000"]),
+    "recording": ("`generate()` with the patches, per-call record off / on, vs unpatched (tiny Llama, batch 4, "
+                  "128 tokens)", ["--runs", "15"], ["--runs", "5", "--new", "32"]),
     "sliding_window_decode": ("decode with the wrapped `DynamicSlidingWindowLayer.update` (draft-keys patch)",
                               ["--pairs", "40"], ["--pairs", "8", "--new", "32"]),
     "sliding_window_memory": ("KV held per sliding layer at 16x the window, and decode time, patched vs unpatched",
@@ -86,6 +88,8 @@ def _cell(name: str, results: Sequence[Mapping[str, Any]], code: int) -> str:
     if name == "prepare_inputs":
         r = results[0]
         return f"{r['text']}; wrapper {r['wrapper_us']:+.1f} us per call"
+    if name == "recording":
+        return "<br>".join(f"{r['side']}: {r['text']}" for r in results)
     if name == "sliding_window_decode":
         return "<br>".join(f"{r['scenario']}: {r['text']}" for r in results)
     if name == "sliding_window_memory":

@@ -56,7 +56,8 @@ def test_pending_until_target_module_imported(fake_world):
         print(json.dumps({"mid": mid, "after": states(),
                           "reason": registry.status()[0].reason}))
     """)
-    assert out["mid"] == {"fake-crop": "pending"}
+    # transformers is imported and in range: decided, hooked, installed as cache_utils' import completes.
+    assert out["mid"] == {"fake-crop": "armed"}
     assert out["after"] == {"fake-crop": "applied"}
 
 

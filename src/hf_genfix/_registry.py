@@ -29,11 +29,37 @@ log = logging.getLogger("hf_genfix")
 APPLIED, FORCED, NOT_NEEDED, DISABLED, PENDING, DRIFT, FAILED = (
     "applied", "forced", "not-needed", "disabled", "pending", "drift", "failed",
 )
+# Decided to install, hooked, waiting for a target module: installed as that module's import completes.
+ARMED = "armed"
 INSTALLED = (APPLIED, FORCED)
 
 
 @dataclass(frozen=True)
 class PatchStatus:
+    """One patch as this process has it: what ``hf_genfix.status()`` returns, one per known patch.
+
+    Fields: ``id``; ``state`` (below); ``reason`` (why, in words: for ``armed`` the modules whose import installs
+    it); ``summary``; ``family``; ``targets`` (the ``module:qualname`` objects the fix wraps); ``affected`` (the
+    transformers releases with the defect); ``fixed_upstream``; ``transformers_version`` (None while transformers
+    is not imported); ``toggle`` (auto / on / off, from ``HF_GENFIX_<ID>``); ``calls_seen`` and ``calls_changed``
+    (calls through the patch, and those it changed, while recording was on: ``hf_genfix.recording()``).
+
+    States, and what each means for your outputs:
+
+    - ``applied``: this release has the defect and the fix is installed: calls reach the corrected code.
+    - ``armed``: this release has the defect and the fix will be installed when the module named in ``reason`` is
+      imported, as that import completes, before any of its code can be called; until then nothing is changed.
+      (Should the module then lack what the fix needs, the state becomes ``drift``, with a warning.)
+    - ``pending``: not decided yet: transformers is not imported. Nothing is changed.
+    - ``not-needed``: this release is outside the affected range: nothing is installed, upstream is right here.
+    - ``forced``: installed outside its range by ``HF_GENFIX_<ID>=on`` or ``hf_genfix.forced()``.
+    - ``disabled``: switched off (``HF_GENFIX=off``, ``HF_GENFIX_<ID>=off``, ``revert()``, inside ``disabled()``):
+      you get upstream's outputs, defect included.
+    - ``drift``: the installed transformers lacks what the fix needs: not installed (one ``HFGenfixWarning``);
+      upstream's outputs, defect included.
+    - ``failed``: the fix raised while installing and was rolled back (one ``HFGenfixWarning``); upstream's outputs.
+    """
+
     id: str
     state: str
     reason: str
@@ -44,6 +70,8 @@ class PatchStatus:
     fixed_upstream: Mapping[str, str]
     transformers_version: str | None
     toggle: str
+    calls_seen: int = 0  # calls through the patch while recording was on (hf_genfix.recording(), LOG=debug)
+    calls_changed: int = 0  # of those, the calls the patch changed
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -240,7 +268,8 @@ class Registry:
             return False, DISABLED, "inside hf_genfix.disabled()"
         waiting = [mod for mod in m.target_modules if not _imported(mod, trigger)]
         if waiting:
-            return False, PENDING, "waiting for " + " and ".join(waiting)
+            return False, ARMED, "installs when " + " and ".join(waiting) + " " + (
+                "is" if len(waiting) == 1 else "are") + " imported"
         if entry.sticky:
             return False, *entry.sticky
         if affected:
@@ -312,7 +341,7 @@ class Registry:
             return
         by_state: dict[str, list[str]] = {}
         for pid in changed:
-            if self._entries[pid].state != PENDING:  # still waiting: said once it is decided
+            if self._entries[pid].state not in (PENDING, ARMED):  # still waiting: said once it is installed
                 by_state.setdefault(self._entries[pid].state, []).append(pid)
         if not by_state:
             return

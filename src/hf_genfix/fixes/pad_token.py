@@ -35,6 +35,7 @@ import weakref
 from typing import Any
 
 from ._tokenizer_load import is_decoder_only, model_config, repo_of
+from .. import _record
 
 FROM_PRETRAINED = "transformers.models.auto.tokenization_auto:AutoTokenizer.from_pretrained"
 SAVE = "transformers.tokenization_utils_base:PreTrainedTokenizerBase.save_pretrained"
@@ -57,6 +58,8 @@ def install(patcher: Any) -> None:
 
 def _from_pretrained(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     tokenizer = wrapped(*args, **kwargs)
+    if _record.on:
+        _record.seen("pad-token")
     if "pad_token" in kwargs or getattr(tokenizer, "pad_token", "") is not None:
         return tokenizer
     repo = repo_of(args, kwargs)
@@ -67,6 +70,8 @@ def _from_pretrained(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> 
         return tokenizer
     if decoder_only:
         _give_pad_token(tokenizer, repo)
+        if _record.on and pad_assigned_by_hf_genfix(tokenizer):
+            _record.changed("pad-token", "%s: pad token %r (its eos)", repo, tokenizer.pad_token)
     return tokenizer
 
 

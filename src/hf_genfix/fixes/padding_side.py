@@ -35,6 +35,7 @@ import logging
 from typing import Any
 
 from ._tokenizer_load import repo_of, tokenizer_config
+from .. import _record
 
 FROM_PRETRAINED = "transformers.models.auto.tokenization_auto:AutoTokenizer.from_pretrained"
 
@@ -49,6 +50,8 @@ def install(patcher: Any) -> None:
 
 def _from_pretrained(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     tokenizer = wrapped(*args, **kwargs)
+    if _record.on:
+        _record.seen("padding-side")
     if "padding_side" in kwargs or kwargs.get("tokenizer_type") is not None:
         return tokenizer
     repo = repo_of(args, kwargs)
@@ -65,6 +68,8 @@ def _from_pretrained(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> 
             repo, type(tokenizer).__name__, tokenizer.padding_side, named.__name__, side, side,
         )
         tokenizer.padding_side = side
+        if _record.on:
+            _record.changed("padding-side", "%s: padding side %r (the 4.x side of %s)", repo, side, named.__name__)
     return tokenizer
 
 

@@ -62,6 +62,7 @@ from ..helpers.decode import (
     positions_from_mask,
     stated_new_tokens,
 )
+from .. import _record
 from ._prepare_inputs_family import GENERIC, wrap_overrides
 
 log = logging.getLogger("hf_genfix")
@@ -103,6 +104,8 @@ def install(patcher: Any) -> None:
     from_generate = era.from_generate()
 
     def prepare_inputs_for_generation(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+        if _record.on:
+            _record.seen("prepare-inputs")
         if from_generate(kwargs) or instance is None:
             return wrapped(*args, **kwargs)
         call = _as_generate_call(wrapped, instance, args, kwargs, era)
@@ -175,6 +178,9 @@ def _as_generate_call(wrapped: Any, model: Any, args: tuple, kwargs: dict, era: 
             kwargs["position_ids"] = positions_from_mask(mask, new)
     if era.first_iteration and cached == 0 and kwargs.get("inputs_embeds") is not None:
         kwargs.setdefault("is_first_iteration", True)
+    if _record.on:
+        _record.changed("prepare-inputs", "fed %d of %d ids%s", new, width,
+                        ", positions from the mask" if "position_ids" in kwargs else "")
     return (input_ids,), kwargs
 
 

@@ -41,6 +41,8 @@ import logging
 import threading
 from typing import Any
 
+from .. import _record
+
 GENERATE = "transformers.generation.utils:GenerationMixin.generate"
 WARNING = "transformers.generation.utils:logger.warning"
 
@@ -68,6 +70,8 @@ def install(patcher: Any) -> None:
 def _generate(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     kwargs = _describe_realigned(args, kwargs)
     plan = _plan(instance, args, kwargs)
+    if _record.on:
+        _record.seen("right-padding")
     if plan is None:
         return wrapped(*args, **kwargs)
     if plan == "left-aligned":
@@ -149,6 +153,8 @@ def _plan(model: Any, args: tuple, kwargs: dict) -> Any:
             return None if built_mask else "left-aligned"
         return None  # holes in the mask: not padding
     batch, width = mask.shape
+    if _record.on:
+        _record.changed("right-padding", "realigned %d of %d rows", int(index[:, 0].ne(0).sum()), batch)
     new_kwargs = dict(kwargs)
     for key, value in kwargs.items():
         if (
