@@ -193,12 +193,13 @@ class Registry:
     def status(self) -> list[PatchStatus]:
         """The state of every patch, as the calling thread or task sees it (``disabled()`` is per context)."""
         version = transformers_version()
-        off = "inside hf_genfix.disabled() in this thread or task"
+        off = {e.manifest.id for e in self._entries.values()
+               if e.state in INSTALLED + (PENDING,) and is_suppressed(e.manifest.id)}
         return [
             PatchStatus(
                 id=e.manifest.id,
-                state=DISABLED if e.state in INSTALLED and is_suppressed(e.manifest.id) else e.state,
-                reason=off if e.state in INSTALLED and is_suppressed(e.manifest.id) else e.reason,
+                state=DISABLED if e.manifest.id in off else e.state,
+                reason="inside hf_genfix.disabled() in this thread or task" if e.manifest.id in off else e.reason,
                 summary=e.manifest.summary,
                 family=e.manifest.family,
                 targets=e.manifest.targets,
@@ -321,28 +322,20 @@ class Registry:
     def _skip(self, entry: _Entry, state: str, why: str, version: str | None) -> tuple[str, str]:
         entry.sticky = (state, why)
         if not self.config.strict:
-            m = entry.manifest
-            warnings.warn(
-                f"hf_genfix: patch {m.id!r} not installed ({state}) on transformers {version}: targets "
-                f"{', '.join(m.targets)}: {why}; set {env_name(m.id)}=off to silence",
-                HFGenfixWarning, stacklevel=_user_stacklevel(),
-            )
+            warnings.warn(f"{_skipped(entry, version)}; set {env_name(entry.manifest.id)}=off to silence",
+                          HFGenfixWarning, stacklevel=_user_stacklevel())
         return state, why
 
     def _raise_if_strict(self, version: str | None) -> None:
         # Strict: the import that met the drift fails (importlib then drops the half-imported module), and
         # nothing is remembered, so every later attempt to import it decides again and raises again until the
         # environment changes.
-        if not self.config.strict:
-            return
-        skipped = [e for e in self._entries.values() if e.sticky is not None]
-        for entry in skipped:
-            entry.sticky = None
+        skipped = [e for e in self._entries.values() if e.sticky is not None] if self.config.strict else []
         if skipped:
-            raise PatchError("; ".join(
-                f"hf_genfix: patch {e.manifest.id!r} not installed ({e.state}) on transformers {version}: "
-                f"targets {', '.join(e.manifest.targets)}: {e.reason}" for e in skipped
-            ) + " (HF_GENFIX_STRICT=1)")
+            message = "; ".join(_skipped(e, version) for e in skipped)
+            for entry in skipped:
+                entry.sticky = None
+            raise PatchError(message + " (HF_GENFIX_STRICT=1)")
 
     def _warn_unknown_version(self, version: str | None) -> None:
         if version is None or version == self._warned_version or _parse_version(version) is not None:
@@ -366,6 +359,12 @@ class Registry:
             return
         parts = [f"{state}: {', '.join(ids)}" for state, ids in sorted(by_state.items())]
         log.info("hf_genfix on transformers %s (import of %s): %s", version, trigger, "; ".join(parts))
+
+
+def _skipped(entry: _Entry, version: str | None) -> str:
+    m, (state, why) = entry.manifest, entry.sticky or ("?", "?")
+    return f"hf_genfix: patch {m.id!r} not installed ({state}) on transformers {version}: " \
+           f"targets {', '.join(m.targets)}: {why}"
 
 
 def _imported(name: str, trigger: str) -> bool:
