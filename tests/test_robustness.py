@@ -348,6 +348,31 @@ def test_reloaded_module_gets_the_patches_again_and_revert_undoes_both(world):
     assert out["old identical"] is True
 
 
+def test_reload_keeps_stacked_wrappers_on_objects_that_survive_it(world):
+    # A module-level object the reloaded module gets back (a logger) keeps both wrappers, once each.
+    world.transformers("5.12.0", cache_utils="import logging\nlogger = logging.getLogger('fake')\n"
+                                             "if not hasattr(logger, 'tag'):\n"
+                                             "    logger.tag = lambda n: ('upstream', n)\n")
+    target = ("transformers.cache_utils:logger.tag",)
+    (world.root / "genfix_logger_fix.py").write_text(
+        "from genfix_tag_fix import _tagger\n"
+        "def install_a(p):\n    p.wrap('transformers.cache_utils:logger.tag', _tagger('a'))\n"
+        "def install_b(p):\n    p.wrap('transformers.cache_utils:logger.tag', _tagger('b'))\n")
+    world.manifest("fake-a", ">=5.12.0", fix="genfix_logger_fix:install_a", targets=target)
+    world.manifest("fake-b", ">=5.12.0", fix="genfix_logger_fix:install_b", targets=target)
+    out = world.run("""
+        import importlib
+        import transformers.cache_utils as cu
+        registry.activate()
+        before = list(cu.logger.tag(1))
+        importlib.reload(cu)
+        print(json.dumps({"before": before, "after": list(cu.logger.tag(1)), "states": states()}))
+    """)
+    assert out["before"] == ["b", "a", "upstream", 1]
+    assert out["states"] == {"fake-a": "applied", "fake-b": "applied"}
+    assert out["after"] == out["before"]
+
+
 def test_reload_that_breaks_the_fix_is_drift_and_truthful(world):
     world.transformers("5.12.0")
     world.manifest("fake-crop", ">=5.12.0")  # its fix requires crop(max_length)

@@ -297,7 +297,13 @@ class Patcher:
         return proxy
 
     def _installed(self, parent: Any, attr: str, value: Any) -> bool:
-        return any(o is parent and a == attr and v is value for o, a, v in self._changes)
+        """Whether ``value`` (or a wrapper stacked on it by a later patch) is what this patcher put there."""
+        ours = [v for o, a, v in self._changes if o is parent and a == attr]
+        for _ in range(64):
+            if any(value is v for v in ours):
+                return True
+            value = getattr(value, "__wrapped__", None) if isinstance(value, _PROXY) else None
+        return False
 
     def _adopt(self, owner: type, attr: str) -> None:
         change = (owner, attr, vars(owner)[attr])
