@@ -58,12 +58,14 @@ def skip_known_limit(arch: str, scenario: str = "loop") -> None:
 
 
 def patches_on(method) -> list:
-    """The hf_genfix patches wrapping ``method``, outermost first (follows every wrapper's ``__wrapped__``)."""
-    from hf_genfix._patcher import patch_of
+    """The hf_genfix patches wrapping ``method`` and in effect in this thread (not inside ``disabled()``),
+    outermost first (follows every wrapper's ``__wrapped__``)."""
+    from hf_genfix._patcher import is_suppressed, patch_of
 
     found = []
     while patch_of(method) is not None:
-        found.append(patch_of(method))
+        if not is_suppressed(patch_of(method)):
+            found.append(patch_of(method))
         method = method.__wrapped__
     return found
 
