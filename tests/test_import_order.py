@@ -58,6 +58,8 @@ ORDERS = {
     "imported twice and reloaded": "import hf_genfix\nimport hf_genfix\nimport importlib\n"
                                    "importlib.reload(hf_genfix)\n" + REPORT
                                    + "importlib.reload(hf_genfix)\nload_targets()\nreport()",
+    "target modules reloaded": REPORT + "import transformers.generation.utils as gu, transformers.cache_utils as cu\n"
+                                        "importlib.reload(gu)\nimportlib.reload(cu)\nreport()",
     "reverted and re-applied": REPORT + """
 originals = {}
 for s in hf_genfix.status():

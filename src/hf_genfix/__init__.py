@@ -29,6 +29,7 @@ __all__ = [
     "activate",
     "disabled",
     "forced",
+    "recording",
     "revert",
     "status",
     # helpers (imported on first use; they need torch)
@@ -46,8 +47,29 @@ def _default() -> Registry:
 
 
 def status() -> list[PatchStatus]:
-    """One record per known patch: id, state, reason, targets, affected range, transformers version."""
-    return _default().status()
+    """One record per known patch: id, state, reason, targets, affected range, transformers version, and the
+    calls it saw and changed while recording was on (see ``recording()``)."""
+    records = _default().status()
+    from . import _record
+
+    if not _record._counts:
+        return records
+    from dataclasses import replace
+
+    return [replace(r, calls_seen=_record.counts(r.id)[0], calls_changed=_record.counts(r.id)[1])
+            for r in records]
+
+
+def recording() -> ContextManager[Any]:
+    """``with hf_genfix.recording() as rec:`` -- inside the block, every call a patch changes is recorded:
+    ``rec.lines`` has one line per changed call ("right-padding: realigned 3 of 8 rows"), ``rec.counts`` maps
+    patch id -> (calls seen, calls changed), and ``status()`` counts them too. Off outside the block (unless
+    ``HF_GENFIX_LOG=debug``, which records the whole process and logs each line at DEBUG); when off it costs one
+    flag check per patched call. The switch is process-wide: while a block is open, calls from other threads
+    are recorded in it too."""
+    from . import _record
+
+    return _record.recording()
 
 
 def activate() -> None:
@@ -91,4 +113,33 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'hf_genfix' has no attribute {name!r}")
 
 
-_activation.activate()
+def _launched_as_cli() -> bool:
+    """Whether this process is the ``hf-genfix`` command (console script or ``python -m hf_genfix``), decided
+    while ``hf_genfix`` itself is being imported, before the command's code runs."""
+    import os
+    import sys
+
+    if os.path.basename(sys.argv[0] if sys.argv else "") in ("hf-genfix", "hf-genfix.exe", "hf-genfix-script.py"):
+        return True
+    if sys.argv[:1] != ["-m"]:  # `python -m X`: runpy imports X's package while sys.argv[0] is still "-m"
+        return False
+    orig = list(getattr(sys, "orig_argv", ()))
+    for i, arg in enumerate(orig):
+        if arg.startswith("-m"):
+            module = arg[2:] or (orig[i + 1] if i + 1 < len(orig) else "")
+            return module.split(".")[0] == "hf_genfix"
+    return False
+
+
+try:
+    _activation.activate()
+except ConfigError:
+    # The `hf-genfix` command reports a bad environment itself, in one line (and `hf-genfix list` still lists
+    # the valid names); anywhere else a bad environment stops the import before anything is hooked.
+    if not _launched_as_cli():
+        raise
+else:
+    if _activation.config().log_level == "debug":
+        from . import _record
+
+        _record.enable_for_process()

@@ -2,16 +2,18 @@
 
 It reads the environment (all-or-nothing, ``ConfigError`` before anything else happens) and waits for
 transformers. Only when transformers is imported (or already is) does it load the registry, the manifests,
-wrapt and packaging, and hook the patches' target modules: a program that never imports transformers pays
+wrapt and packaging, and watch the patches' target modules: a program that never imports transformers pays
 for a directory listing and an environment scan, nothing more. wrapt 2.x alone takes tens of milliseconds to
-import (it pulls in asyncio), which is why the first hook, on ``transformers`` itself, is this small finder
-rather than wrapt's.
+import (it pulls in asyncio), which is why the import hooks are this small finder rather than wrapt's. It
+also sees what wrapt's one-shot hooks do not: every execution of a watched module, so a module that is
+re-imported after a failed import (strict mode) or reloaded with ``importlib.reload`` is decided again.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from _thread import get_ident
 
 from ._config import Config
 
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
 _config: Config | None = None
 _registry: Registry | None = None
 _wanted = False  # activate() was called and revert() has not been since
+_watched = {"transformers"}  # modules whose every execution is reported (the registry adds its targets)
 _finder_installed = False
 
 
@@ -71,10 +74,9 @@ def activate() -> None:
     _wanted = True
     if not cfg.enabled:
         return
+    _install_finder()
     if "transformers" in sys.modules or _registry is not None:
         registry().activate()
-    else:
-        _install_finder()
 
 
 def revert() -> None:
@@ -83,14 +85,28 @@ def revert() -> None:
     registry().revert()
 
 
-def _on_transformers_imported() -> None:
-    if _wanted:
-        registry().activate()
+_listeners: list = []  # registries told of every execution of a watched module
 
 
-# -- a post-import hook for one module, without importing anything ---------------------------------------------
+def watch(names: object, listener: object) -> None:
+    """Tell ``listener.on_import(name)`` of every later execution of these modules (import, re-import after a
+    failed import, ``importlib.reload``)."""
+    _watched.update(names)  # type: ignore[arg-type]
+    if not any(known is listener for known in _listeners):
+        _listeners.append(listener)
+    _install_finder()
+
+
+def _on_executed(name: str) -> None:
+    for listener in list(_listeners):
+        listener.on_import(name)  # type: ignore[attr-defined]
+    if name == "transformers" and _wanted and (_registry is None or not _registry.active):
+        registry().activate(trigger=name)
+
+
+# -- post-import hooks without importing anything --------------------------------------------------------------
 class _LoaderProxy:
-    """Runs the real loader, then tells hf_genfix that transformers has been imported."""
+    """Runs the real loader, then tells hf_genfix that a watched module has been executed."""
 
     def __init__(self, loader: object):
         self._loader = loader
@@ -108,19 +124,20 @@ class _LoaderProxy:
         spec = getattr(module, "__spec__", None)
         if spec is not None and spec.loader is self:
             spec.loader = self._loader
-        _on_transformers_imported()
+        _on_executed(getattr(module, "__name__", ""))
 
 
-class _TransformersFinder:
-    """On ``sys.meta_path``: finds transformers through the other finders and wraps its loader."""
+class _WatchFinder:
+    """On ``sys.meta_path``: finds a watched module through the other finders and wraps its loader."""
 
     def __init__(self) -> None:
-        self._busy = False
+        self._busy: set[tuple[int, str]] = set()  # per thread: another finder may ask meta_path again
 
     def find_spec(self, fullname: str, path: object = None, target: object = None) -> object:
-        if fullname != "transformers" or self._busy:
+        key = (get_ident(), fullname)
+        if fullname not in _watched or key in self._busy:
             return None
-        self._busy = True
+        self._busy.add(key)
         try:
             for finder in sys.meta_path:
                 if finder is self or not hasattr(finder, "find_spec"):
@@ -132,14 +149,14 @@ class _TransformersFinder:
                     return spec
             return None
         finally:
-            self._busy = False
+            self._busy.discard(key)
 
 
 def _install_finder() -> None:
     global _finder_installed
     if not _finder_installed:
         _finder_installed = True
-        sys.meta_path.insert(0, _TransformersFinder())
+        sys.meta_path.insert(0, _WatchFinder())
 
 
 def _configure_logging(level: str) -> None:

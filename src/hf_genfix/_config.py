@@ -21,7 +21,15 @@ RESERVED = ("STRICT", "LOG")
 
 
 class ConfigError(ValueError):
-    """An HF_GENFIX* environment variable hf_genfix cannot accept."""
+    """An HF_GENFIX* environment variable hf_genfix cannot accept.
+
+    ``variable``, ``value``, ``accepted`` (the accepted values, or the known names when the name is unknown) and
+    ``closest`` (the closest accepted value or known name, or None) let ``hf-genfix`` say it in one line."""
+
+    def __init__(self, message: str, variable: str = "", value: str = "", accepted: tuple = (),
+                 closest: str | None = None):
+        super().__init__(message)
+        self.variable, self.value, self.accepted, self.closest = variable, value, tuple(accepted), closest
 
 
 def env_name(patch_id: str) -> str:
@@ -77,7 +85,8 @@ class Config:
                 raise ConfigError(
                     f"{name}={raw!r}: no hf_genfix patch or setting has this name"
                     + (f"; did you mean {close[0]}?" if close else "")
-                    + f" Known names: {', '.join(known)}."
+                    + f" Known names: {', '.join(known)}.",
+                    name, raw, tuple(known), close[0] if close else None,
                 )
         return cls(enabled=enabled, strict=strict, log_level=log_level, toggles=toggles)
 
@@ -94,6 +103,12 @@ def _boolean(name: str, raw: str, value: str, *, default: bool) -> bool:
 
 
 def _bad(name: str, raw: str, accepted: Iterable[str]) -> ConfigError:
+    import difflib
+
+    accepted = tuple(accepted)
+    close = difflib.get_close_matches(raw.strip().lower(), accepted, n=1)
     return ConfigError(
         f"{name}={raw!r} is not an accepted value; accepted (any case): {', '.join(accepted)}"
+        + (f"; did you mean {close[0]}?" if close else ""),
+        name, raw, accepted, close[0] if close else None,
     )

@@ -1,9 +1,13 @@
-"""The patch registry: which patches exist, what state each is in, and the post-import hooks that decide.
+"""The patch registry: which patches exist, what state each is in, and the import hooks that decide.
 
 A decision is taken when a patch's target modules are imported (or already were), never earlier, and its
 state records what actually happened. The registry keeps a stack of installed patches; bringing the process to
 the wanted set (``_reconcile``) only ever pops from the top of that stack, so patches that wrap the same
 object unwind in the reverse order they were stacked and ``revert()`` gives back the identical originals.
+
+``revert()``/``activate()`` and ``forced()`` change what is installed, for the whole process; ``disabled()``
+installs and removes nothing: it switches wrappers off in the calling thread or asyncio task only
+(``_patcher.suppressed``).
 """
 
 from __future__ import annotations
@@ -11,29 +15,55 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
+import os
 import sys
 import threading
 import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator, Mapping, Sequence
 
-import wrapt
-
+from . import _activation
 from ._config import Config, env_name
 from ._manifest import Manifest, load_dir
 from ._errors import Drift, HFGenfixWarning, PatchError
-from ._patcher import Patcher, resolve
+from ._patcher import Patcher, is_suppressed, resolve, suppressed
 
 log = logging.getLogger("hf_genfix")
 
 APPLIED, FORCED, NOT_NEEDED, DISABLED, PENDING, DRIFT, FAILED = (
     "applied", "forced", "not-needed", "disabled", "pending", "drift", "failed",
 )
+# Decided to install, hooked, waiting for a target module: installed as that module's import completes.
+ARMED = "armed"
 INSTALLED = (APPLIED, FORCED)
 
 
 @dataclass(frozen=True)
 class PatchStatus:
+    """One patch as this process has it: what ``hf_genfix.status()`` returns, one per known patch.
+
+    Fields: ``id``; ``state`` (below); ``reason`` (why, in words: for ``armed`` the modules whose import installs
+    it); ``summary``; ``family``; ``targets`` (the ``module:qualname`` objects the fix wraps); ``affected`` (the
+    transformers releases with the defect); ``fixed_upstream``; ``transformers_version`` (None while transformers
+    is not imported); ``toggle`` (auto / on / off, from ``HF_GENFIX_<ID>``); ``calls_seen`` and ``calls_changed``
+    (calls through the patch, and those it changed, while recording was on: ``hf_genfix.recording()``).
+
+    States, and what each means for your outputs:
+
+    - ``applied``: this release has the defect and the fix is installed: calls reach the corrected code.
+    - ``armed``: this release has the defect and the fix will be installed when the module named in ``reason`` is
+      imported, as that import completes, before any of its code can be called; until then nothing is changed.
+      (Should the module then lack what the fix needs, the state becomes ``drift``, with a warning.)
+    - ``pending``: not decided yet: transformers is not imported. Nothing is changed.
+    - ``not-needed``: this release is outside the affected range: nothing is installed, upstream is right here.
+    - ``forced``: installed outside its range by ``HF_GENFIX_<ID>=on`` or ``hf_genfix.forced()``.
+    - ``disabled``: switched off (``HF_GENFIX=off``, ``HF_GENFIX_<ID>=off``, ``revert()``, inside ``disabled()``):
+      you get upstream's outputs, defect included.
+    - ``drift``: the installed transformers lacks what the fix needs: not installed (one ``HFGenfixWarning``);
+      upstream's outputs, defect included.
+    - ``failed``: the fix raised while installing and was rolled back (one ``HFGenfixWarning``); upstream's outputs.
+    """
+
     id: str
     state: str
     reason: str
@@ -44,6 +74,8 @@ class PatchStatus:
     fixed_upstream: Mapping[str, str]
     transformers_version: str | None
     toggle: str
+    calls_seen: int = 0  # calls through the patch while recording was on (hf_genfix.recording(), LOG=debug)
+    calls_changed: int = 0  # of those, the calls the patch changed
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -78,16 +110,19 @@ def transformers_version() -> str | None:
         return None
 
 
-def in_range(specifier: str, version: str) -> bool:
-    """Whether ``version`` is inside ``specifier``, gating pre-releases, dev and local builds by release number.
+def in_range(specifier: str, version: str) -> bool | None:
+    """Whether ``version`` is inside ``specifier``, gating pre-releases, dev and local builds by release number;
+    None when ``version`` is not a PEP 440 version (a source build reporting "main", "5.30.0-custom").
 
     A release candidate, a development snapshot or a local build of X is treated as X: they carry (or are about
     to carry) X's code, and the specifiers in patches/ name releases.
     """
     from packaging.specifiers import SpecifierSet
-    from packaging.version import Version
 
-    return SpecifierSet(specifier).contains(Version(Version(version).base_version), prereleases=True)
+    parsed = _parse_version(version)
+    if parsed is None:
+        return None
+    return SpecifierSet(specifier).contains(type(parsed)(parsed.base_version), prereleases=True)
 
 
 class Registry:
@@ -95,10 +130,10 @@ class Registry:
         self.config = config
         self._entries = {m.id: _Entry(m) for m in manifests}
         self._stack: list[str] = []
-        self._suppressed: list[set[str]] = []
+        self._forcing: list[list[str]] = []  # one list per open forced() block, removed by identity on exit
         self._active = False
-        self._epoch = 0
-        self._hooks: list[tuple[str, Any]] = []
+        self._found: set[str] = set()  # target modules the installed transformers has
+        self._warned_version: str | None = None
         self._lock = threading.RLock()
         for entry in self._entries.values():
             if not config.enabled:
@@ -109,49 +144,46 @@ class Registry:
                 entry.reason = "waiting for " + " and ".join(entry.manifest.target_modules)
 
     # -- activation -----------------------------------------------------------------------------------------
-    def activate(self) -> None:
-        """Register the post-import hooks (idempotent); hooks fire at once for modules already imported."""
+    @property
+    def active(self) -> bool:
+        return self._active
+
+    def activate(self, trigger: str = "activate()") -> None:
+        """Decide every patch now and on every later import of a target module (idempotent)."""
         with self._lock:
             if self._active:
                 return
             self._active = True
-            self._epoch += 1
-            epoch = self._epoch
-        if not self.config.enabled:
-            return
-        modules = ["transformers"] + [
-            m for e in self._entries.values() for m in e.manifest.target_modules
-        ]
-        for name in dict.fromkeys(modules):
-            hook = self._hook(epoch)
-            self._hooks.append((name, hook))
-            wrapt.register_post_import_hook(hook, name)
-
-    def _hook(self, epoch: int):
-        def on_import(module: Any) -> None:
-            # A hook registered before revert() stays in wrapt's table; the epoch makes it inert.
-            if epoch == self._epoch and self._active:
-                self._reconcile(trigger=getattr(module, "__name__", "?"))
-
-        return on_import
+            if not self.config.enabled:
+                return
+            _activation.watch([m for e in self._entries.values() for m in e.manifest.target_modules], self)
+            self._reconcile(trigger=trigger)
 
     def revert(self) -> None:
         """Put every original back and stop reacting to imports."""
         with self._lock:
             self._active = False
-            self._epoch += 1
             self._reconcile(trigger="revert()")
-            self._unregister_hooks()
 
-    def _unregister_hooks(self) -> None:
-        # wrapt has no public way to remove a post-import hook; the epoch already makes ours inert, and
-        # taking them out of wrapt's table keeps a thousand revert/activate cycles from piling them up.
-        table = getattr(getattr(wrapt, "importer", None), "_post_import_hooks", None)
-        for name, hook in self._hooks:
-            pending = table.get(name) if isinstance(table, dict) else None
-            if pending and hook in pending:
-                pending.remove(hook)
-        self._hooks.clear()
+    def on_import(self, name: str) -> None:
+        """A watched module has just been executed: imported, imported again after a failed import, reloaded."""
+        with self._lock:
+            if self._active or self._forcing:
+                self._reapply(name)
+                self._reconcile(trigger=name)
+
+    def _reapply(self, name: str) -> None:
+        # An installed patch whose target module runs again (importlib.reload) has its wrappers on the
+        # module's previous objects only. Its fix runs again on the same undo log, bottom of the stack first
+        # so that stacked wrappers keep their order: the new objects get wrapped, the old ones (which
+        # existing instances and subclasses still use) stay wrapped, revert() undoes both.
+        for pid in list(self._stack):
+            entry = self._entries[pid]
+            if name in entry.manifest.target_modules and entry.sticky is None:
+                failure = self._run_fix(entry.manifest, entry.patcher)
+                if failure is not None:
+                    # _reconcile now takes it (and whatever is stacked above it) off.
+                    self._skip(entry, *failure, transformers_version())
 
     def _check_known(self, patch_ids: Sequence[str]) -> None:
         unknown = [p for p in patch_ids if p not in self._entries]
@@ -163,44 +195,39 @@ class Registry:
             raise KeyError(f"unknown hf_genfix patch id(s) {', '.join(unknown)}{hint} "
                            f"Known: {', '.join(sorted(self._entries))}")
 
-    @contextlib.contextmanager
-    def disabled(self, *patch_ids: str) -> Iterator[None]:
+    def disabled(self, *patch_ids: str) -> contextlib.AbstractContextManager[None]:
+        """The patches (all when none is named) behave as upstream in this thread or asyncio task only."""
         self._check_known(patch_ids)
-        with self._lock:
-            self._suppressed.append(set(patch_ids) or set(self._entries))
-            self._reconcile(trigger="disabled()")
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._suppressed.pop()
-                self._reconcile(trigger="disabled() exit")
+        return suppressed(frozenset(patch_ids) if patch_ids else None)
 
     @contextlib.contextmanager
     def forced(self, *patch_ids: str) -> Iterator[None]:
-        """Install the given patches for the block even where the installed release is not affected."""
+        """Install the given patches for the block even where the installed release is not affected (also after
+        ``revert()``, under ``HF_GENFIX=off`` or a per-patch ``off``), for the whole process."""
         self._check_known(patch_ids)
+        block = list(patch_ids)
         with self._lock:
-            previous = self.config
-            toggles = dict(previous.toggles, **{p: "on" for p in patch_ids})
-            self.config = Config(True, previous.strict, previous.log_level, toggles)
-            was_active, self._active = self._active, True
+            self._forcing.append(block)
             self._reconcile(trigger="forced()")
         try:
             yield
         finally:
             with self._lock:
-                self.config, self._active = previous, was_active
+                # By identity: blocks of other threads or tasks may have opened after this one and still be open.
+                self._forcing[:] = [b for b in self._forcing if b is not block]
                 self._reconcile(trigger="forced() exit")
 
     # -- status ---------------------------------------------------------------------------------------------
     def status(self) -> list[PatchStatus]:
+        """The state of every patch, as the calling thread or task sees it (``disabled()`` is per context)."""
         version = transformers_version()
+        off = {e.manifest.id for e in self._entries.values()
+               if e.state in INSTALLED + (PENDING, ARMED) and is_suppressed(e.manifest.id)}
         return [
             PatchStatus(
                 id=e.manifest.id,
-                state=e.state,
-                reason=e.reason,
+                state=DISABLED if e.manifest.id in off else e.state,
+                reason="inside hf_genfix.disabled() in this thread or task" if e.manifest.id in off else e.reason,
                 summary=e.manifest.summary,
                 family=e.manifest.family,
                 targets=e.manifest.targets,
@@ -224,32 +251,49 @@ class Registry:
     def _wanted(self, entry: _Entry, version: str | None, trigger: str = "") -> tuple[bool, str, str]:
         """(install?, state if not installed or state to record when installed, reason)."""
         m = entry.manifest
-        toggle = self.config.toggle(m.id)
-        if not self.config.enabled:
+        forced = any(m.id in block for block in self._forcing)
+        toggle = "on" if forced else self.config.toggle(m.id)
+        if not self.config.enabled and not forced:
             return False, DISABLED, "HF_GENFIX=off"
         if toggle == "off":
             return False, DISABLED, f"{env_name(m.id)}=off"
         if version is None:
             return False, PENDING, "waiting for transformers to be imported"
         affected = in_range(m.affected, version)
+        outside = f"is outside {m.affected}" if affected is not None else "is not a PEP 440 version"
         if not affected and toggle != "on":
-            return False, NOT_NEEDED, f"transformers {version} is outside {m.affected}"
-        if not self._active:
+            return False, NOT_NEEDED, f"transformers {version} {outside}"
+        if not self._active and not forced:
             return False, DISABLED, "reverted by hf_genfix.revert()"
-        if any(m.id in s for s in self._suppressed):
-            return False, DISABLED, "inside hf_genfix.disabled()"
-        waiting = [mod for mod in m.target_modules if not _imported(mod, trigger)]
-        if waiting:
-            return False, PENDING, "waiting for " + " and ".join(waiting)
         if entry.sticky:
             return False, *entry.sticky
+        waiting = [mod for mod in m.target_modules if not _imported(mod, trigger)]
+        missing = [mod for mod in waiting if not self._findable(mod, trigger)]
+        if missing:
+            return False, DRIFT, f"module {' and '.join(missing)} does not exist in transformers {version}"
+        if waiting:
+            return False, ARMED, "installs when " + " and ".join(waiting) + " " + (
+                "is" if len(waiting) == 1 else "are") + " imported"
         if affected:
             return True, APPLIED, f"transformers {version} is inside {m.affected}"
-        return True, FORCED, f"{env_name(m.id)}=on although transformers {version} is outside {m.affected}"
+        return True, FORCED, f"{env_name(m.id)}=on although transformers {version} {outside}"
+
+    def _findable(self, module: str, trigger: str) -> bool:
+        """Whether the installed transformers has ``module``: decided once transformers itself is imported
+        (until then every target is just pending), from the files, without executing the module or its
+        parent packages (transformers' lazy __init__ files are not cheap)."""
+        if module not in self._found:
+            if not _imported("transformers", trigger):
+                return True
+            if not _exists(module):
+                return False  # not remembered: strict mode asks again on the next import
+            self._found.add(module)
+        return True
 
     def _reconcile(self, trigger: str) -> None:
         with self._lock:
             version = transformers_version()
+            self._warn_unknown_version(version)
             wants = {pid: self._wanted(e, version, trigger) for pid, e in self._entries.items()}
             keep = 0
             while keep < len(self._stack) and wants[self._stack[keep]][0]:
@@ -269,55 +313,87 @@ class Registry:
                     continue
                 if install:
                     state, reason = self._install(entry, version, state, reason)
+                elif state == DRIFT and entry.sticky is None:
+                    state, reason = self._skip(entry, state, reason, version)
                 if (state, reason) != (entry.state, entry.reason):
                     changed.append(pid)
                 entry.state, entry.reason = state, reason
-            if changed and trigger not in ("disabled()", "disabled() exit", "forced()", "forced() exit"):
+            if changed and trigger not in ("forced()", "forced() exit"):
                 self._summarise(version, trigger, changed)
+            self._raise_if_strict(version)
 
     def _install(self, entry: _Entry, version: str | None, state: str, reason: str) -> tuple[str, str]:
         m = entry.manifest
         patcher = Patcher(m.id, m.targets, _parse_version(version))
+        failure = self._run_fix(m, patcher)
+        if failure is not None:
+            patcher.undo()
+            return self._skip(entry, *failure, version)
+        entry.patcher = patcher
+        self._stack.append(m.id)
+        log.debug("hf_genfix: installed %s (%s)", m.id, reason)
+        return state, reason
+
+    @staticmethod
+    def _run_fix(m: Manifest, patcher: Any) -> tuple[str, str] | None:
+        """Run the fix's install(patcher); (drift | failed, why) when it could not, else None."""
         try:
             for target in m.targets:
                 resolve(target)
             module_name, _, func = m.fix.partition(":")
             getattr(importlib.import_module(module_name), func)(patcher)
         except Drift as exc:
-            patcher.undo()
-            return self._skip(entry, DRIFT, f"{exc}", version)
+            return DRIFT, f"{exc}"
         except Exception as exc:  # noqa: BLE001 - any failure of a fix must not take the user's import down
-            patcher.undo()
-            return self._skip(entry, FAILED, f"{type(exc).__name__}: {exc}", version)
-        entry.patcher = patcher
-        self._stack.append(m.id)
-        log.debug("hf_genfix: installed %s (%s)", m.id, reason)
-        return state, reason
+            return FAILED, f"{type(exc).__name__}: {exc}"
+        return None
 
     def _skip(self, entry: _Entry, state: str, why: str, version: str | None) -> tuple[str, str]:
         entry.sticky = (state, why)
-        m = entry.manifest
-        message = (
-            f"hf_genfix: patch {m.id!r} not installed ({state}) on transformers {version}: "
-            f"targets {', '.join(m.targets)}: {why}"
-        )
-        if self.config.strict:
-            entry.state, entry.reason = state, why
-            raise PatchError(message + " (HF_GENFIX_STRICT=1)")
-        warnings.warn(message + f"; set {env_name(m.id)}=off to silence", HFGenfixWarning, stacklevel=2)
+        if not self.config.strict:
+            warnings.warn(f"{_skipped(entry, version)}; set {env_name(entry.manifest.id)}=off to silence",
+                          HFGenfixWarning, stacklevel=_user_stacklevel())
         return state, why
+
+    def _raise_if_strict(self, version: str | None) -> None:
+        # Strict: the import that met the drift fails (importlib then drops the half-imported module), and
+        # nothing is remembered, so every later attempt to import it decides again and raises again until the
+        # environment changes.
+        skipped = [e for e in self._entries.values() if e.sticky is not None] if self.config.strict else []
+        if skipped:
+            message = "; ".join(_skipped(e, version) for e in skipped)
+            for entry in skipped:
+                entry.sticky = None
+            raise PatchError(message + " (HF_GENFIX_STRICT=1)")
+
+    def _warn_unknown_version(self, version: str | None) -> None:
+        if version is None or version == self._warned_version or _parse_version(version) is not None:
+            return
+        self._warned_version = version
+        warnings.warn(
+            f"hf_genfix: transformers reports version {version!r}, which is not a PEP 440 version: hf_genfix "
+            f"cannot tell which defects it has and installs no patch; force the ones you know it needs with "
+            f"HF_GENFIX_<ID>=on (see hf-genfix list)",
+            HFGenfixWarning, stacklevel=_user_stacklevel(),
+        )
 
     def _summarise(self, version: str | None, trigger: str, changed: list[str]) -> None:
         if not log.isEnabledFor(logging.INFO):
             return
         by_state: dict[str, list[str]] = {}
         for pid in changed:
-            if self._entries[pid].state != PENDING:  # still waiting: said once it is decided
+            if self._entries[pid].state not in (PENDING, ARMED):  # still waiting: said once it is installed
                 by_state.setdefault(self._entries[pid].state, []).append(pid)
         if not by_state:
             return
         parts = [f"{state}: {', '.join(ids)}" for state, ids in sorted(by_state.items())]
         log.info("hf_genfix on transformers %s (import of %s): %s", version, trigger, "; ".join(parts))
+
+
+def _skipped(entry: _Entry, version: str | None) -> str:
+    m, (state, why) = entry.manifest, entry.sticky or ("?", "?")
+    return f"hf_genfix: patch {m.id!r} not installed ({state}) on transformers {version}: " \
+           f"targets {', '.join(m.targets)}: {why}"
 
 
 def _imported(name: str, trigger: str) -> bool:
@@ -330,9 +406,55 @@ def _imported(name: str, trigger: str) -> bool:
     return name == trigger or not getattr(getattr(module, "__spec__", None), "_initializing", False)
 
 
+def _exists(module: str) -> bool:
+    from importlib.machinery import PathFinder
+
+    path = None
+    parts = module.split(".")
+    for i in range(1, len(parts) + 1):
+        name = ".".join(parts[:i])
+        loaded = sys.modules.get(name)
+        spec = getattr(loaded, "__spec__", None) if loaded is not None else PathFinder.find_spec(name, path)
+        if loaded is not None and spec is None:
+            return True  # a module put in sys.modules by hand: not ours to judge
+        if spec is None:
+            return False
+        path = spec.submodule_search_locations
+        if path is None and i < len(parts):
+            return False
+    return True
+
+
 def _parse_version(version: str | None) -> Any:
+    """A packaging Version; None for no version or one that is not PEP 440."""
     if version is None:
         return None
-    from packaging.version import Version
+    from packaging.version import InvalidVersion, Version
 
-    return Version(version)
+    try:
+        return Version(version)
+    except InvalidVersion:
+        return None
+
+
+# Frames a warning must not point at: hf_genfix itself and the import machinery between the user's import
+# statement and the hook (importlib, transformers' lazy modules).
+_MACHINERY = (
+    os.path.dirname(os.path.abspath(__file__)) + os.sep,
+    os.path.dirname(importlib.__file__) + os.sep,
+    "<frozen importlib",
+    os.sep + os.path.join("transformers", "utils", "import_utils.py"),
+)
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning issued by our caller point at the user's line."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and any(m in frame.f_code.co_filename for m in _MACHINERY):
+        frame = frame.f_back
+        # warnings steps over importlib's bootstrap frames without counting them
+        while frame is not None and "importlib" in frame.f_code.co_filename and \
+                "_bootstrap" in frame.f_code.co_filename:
+            frame = frame.f_back
+        level += 1
+    return level

@@ -3,11 +3,15 @@
 For each patch the probe (see docs/writing-a-patch.md) runs inside ``disabled(id)`` -- does the defect reproduce
 without the patch? -- and, where the patch is installed, again with it -- does the patch fix it? A patch that is
 not needed on this release is probed once, without it: a defect there means the manifest's ``affected`` range is
-wrong. Everything happens in this one process by switching the registry, never by starting another interpreter.
+wrong. The probes run in this one process by switching the registry. Doctor imports every target module, which a
+user's program does not: so each installed patch is also looked up in a fresh interpreter running the smallest
+program that meets its defect (``hf_genfix.oracles.user_programs``, one interpreter per distinct program, run
+while the probes do); a patch installed here but not there is ``unprotected``.
 
 The exit status is non-zero when an installed patch's probe still fails, when a probe shows the defect on a
 release its manifest calls unaffected (``catalog wrong``), when a needed patch could not be installed and the
-defect is there, or when a probe is broken (an exception other than DefectObserved / ProbeSkipped).
+defect is there, when a plain program does not get an installed patch, or when a probe is broken (an exception
+other than DefectObserved / ProbeSkipped).
 
 ``--sweep`` then runs the general oracles over every decoder-only architecture of the installed release
 (``hf_genfix.oracles.sweep``, progress on stderr) and reports the failures no manifest explains; a scenario the
@@ -43,7 +47,8 @@ PASS, DEFECT, SKIPPED, ERROR = "pass", "defect", "skipped", "error"
 # Verdicts per patch; the first group makes the exit status non-zero.
 NOT_FIXED = "not-fixed"            # installed, yet the probe still sees the defect
 CATALOG_WRONG = "catalog-wrong"    # the defect shows on a release the manifest says is unaffected
-UNPROTECTED = "unprotected"        # needed, could not be installed (drift / failed), defect present
+UNPROTECTED = "unprotected"        # needed, could not be installed (drift / failed), defect present; or
+                                   # installed here but not in a plain program that meets the defect
 PROBE_ERROR = "probe-error"        # the probe itself is broken
 FIXED = "fixed"                    # defect without the patch, none with it
 NOT_NEEDED = "not-needed"          # outside the range and no defect
@@ -76,6 +81,8 @@ class PatchReport:
     with_patch: ProbeRun | None
     seconds: float
     targets: list[dict[str, Any]]
+    # What a fresh interpreter running the smallest user program that meets the defect gets (installed patches).
+    plain_program: dict[str, Any] | None = None
 
     @property
     def failing(self) -> bool:
@@ -195,6 +202,26 @@ def judge(state: str, in_range: bool | None, without: ProbeRun | None, with_patc
     return UNCHECKED, f"the patch is {state}; the probe sees no defect without it"
 
 
+def judge_plain_program(report: PatchReport, plain: dict[str, Any]) -> None:
+    """A patch installed here (doctor imports every target) but not in a plain program meeting its defect
+    protects nobody: ``unprotected``, whatever the probes said."""
+    from ._registry import INSTALLED
+
+    report.plain_program = plain
+    if plain.get("state") is None:
+        report.message += f" (not checked in a plain program: {plain.get('error') or plain.get('reason')})"
+        return
+    if plain["state"] in INSTALLED or report.failing:
+        return
+    report.verdict = UNPROTECTED
+    report.message = (
+        f"a plain program does not get the patch: after `import hf_genfix, transformers` and "
+        f"`{plain['imports']}` it is {plain['state']} ({plain['reason']})"
+        + (f"; the program raised {plain['error']}" if plain.get("error") else "")
+        + f"; only with every target imported, as here, is it {report.state}"
+    )
+
+
 def check_patch(registry: Any, status: Any, manifest: Any) -> PatchReport:
     from ._registry import INSTALLED, in_range
 
@@ -267,12 +294,24 @@ def quiet_logs() -> Iterator[None]:
             tlog.set_verbosity(level)
 
 
-def diagnose(registry: Any = None, only: Sequence[str] = ()) -> dict[str, Any]:
-    """Run the catalog check on ``registry`` (the process-wide one by default); returns the JSON report."""
+def diagnose(registry: Any = None, only: Sequence[str] = (),
+             plain_states: Callable[[list[tuple[str, str]]], Callable[[], dict[str, Any]]] | None = None,
+             ) -> dict[str, Any]:
+    """Run the catalog check on ``registry`` (the process-wide one by default); returns the JSON report.
+
+    ``plain_states(patches)`` starts the plain-program check for the installed ``(id, family)`` pairs and returns
+    the function that collects it (patch id -> record, see ``oracles.user_programs``); by default the real
+    fresh interpreters, for the process-wide registry only (a fresh interpreter knows no other)."""
     import hf_genfix
+
+    from ._registry import INSTALLED
 
     if registry is None:
         registry = hf_genfix._default()
+    if plain_states is None and registry is hf_genfix._default():
+        from .oracles.user_programs import PlainRun
+
+        plain_states = lambda patches: PlainRun(patches).results  # noqa: E731
     start = time.perf_counter()
     version = import_targets(registry)
     manifests = {m.id: m for m in registry.manifests()}
@@ -281,11 +320,18 @@ def diagnose(registry: Any = None, only: Sequence[str] = ()) -> dict[str, Any]:
         raise SystemExit(f"hf-genfix doctor: unknown patch id(s) {unknown}; known: {sorted(manifests)}")
     patches: list[PatchReport] = []
     if version is not None:
+        statuses = [s for s in registry.status() if not only or s.id in only]
+        installed = [(s.id, s.family) for s in statuses if s.state in INSTALLED]
+        # Started before the probes, read after: the fresh interpreters run while the probes do.
+        collect = plain_states(installed) if plain_states is not None and installed else None
         with quiet_logs():
-            for status in registry.status():
-                if only and status.id not in only:
-                    continue
+            for status in statuses:
                 patches.append(check_patch(registry, status, manifests[status.id]))
+        if collect is not None:
+            plain = collect()
+            for report in patches:
+                if report.id in plain:
+                    judge_plain_program(report, plain[report.id])
     elapsed = time.perf_counter() - start
     return {
         "schema": SCHEMA,

@@ -21,6 +21,7 @@ BOOTSTRAP_DIR = str(Path(__file__).resolve().parent / "_bootstrap")
 # The pid the program will have after exec: its bootstrap reports loudly if hf_genfix cannot be imported there.
 # (Not an HF_GENFIX_* name: those are reserved for toggles and checked against the patch ids.)
 PID_VARIABLE = "_HF_GENFIX_RUN_PID"
+PYTHON_VARIABLE = "_HF_GENFIX_RUN_PYTHON"
 
 USAGE = """\
 usage: hf-genfix run [--] PROGRAM [ARGS...]
@@ -35,11 +36,15 @@ The program's arguments and exit status are kept; an existing sitecustomize stil
 
 
 def run_environment(environ: Mapping[str, str], pid: int | None = None) -> dict[str, str]:
-    """``environ`` with the bootstrap directory first on PYTHONPATH (once, however often runs are nested)."""
+    """``environ`` with the bootstrap directory first on PYTHONPATH (once, however often runs are nested) and
+    the user's entries exactly as given: an empty entry (``:/x``) means the current directory to Python, while
+    an empty PYTHONPATH means no entry at all."""
     env = dict(environ)
-    entries = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != BOOTSTRAP_DIR]
+    given = env.get("PYTHONPATH", "")
+    entries = [p for p in given.split(os.pathsep) if p != BOOTSTRAP_DIR] if given else []
     env["PYTHONPATH"] = os.pathsep.join([BOOTSTRAP_DIR] + entries)
     env[PID_VARIABLE] = str(os.getpid() if pid is None else pid)
+    env[PYTHON_VARIABLE] = sys.executable  # named by the bootstrap when the program's python lacks hf_genfix
     return env
 
 

@@ -178,3 +178,28 @@ def test_a_bad_toggle_stops_before_the_program_runs(tmp_path):
     assert proc.returncode != 0
     assert "program ran" not in proc.stdout
     assert "ConfigError" in proc.stderr and "HF_GENFIX_NO_SUCH_PATCH" in proc.stderr
+
+
+@pytest.mark.parametrize("given, expected", [
+    (":/x", ["", "", "/x"]),              # an empty entry is the current directory to Python: kept
+    ("/x::/y:", ["", "/x", "", "/y", ""]),
+    ("", [""]),                           # an empty PYTHONPATH is no entry at all: none added
+])
+def test_pythonpath_is_kept_exactly_as_given(given, expected):
+    env = runner.run_environment({"PYTHONPATH": given.replace(":", os.pathsep)}, pid=1)
+    assert env["PYTHONPATH"].split(os.pathsep) == [runner.BOOTSTRAP_DIR] + expected[1:]
+    assert runner.run_environment(env, pid=2)["PYTHONPATH"] == env["PYTHONPATH"]
+
+
+def test_empty_pythonpath_entry_still_means_the_current_directory(tmp_path):
+    (tmp_path / "in_cwd.py").write_text("VALUE = 'found in the working directory'\n")
+    app = tmp_path / "elsewhere" / "app.py"
+    app.parent.mkdir()
+    app.write_text("import in_cwd\nprint(in_cwd.VALUE)\n")
+    env = _env(tmp_path)
+    env["PYTHONPATH"] = "" + os.pathsep + env["PYTHONPATH"]
+    plain = _run([sys.executable, str(app)], env, tmp_path)
+    assert plain.returncode == 0, plain.stderr
+    ran = _run([sys.executable, "-m", "hf_genfix", "run", "--", sys.executable, str(app)], env, tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout == plain.stdout == "found in the working directory\n"

@@ -3,6 +3,7 @@ created later too), and the identical originals back when they are switched off.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 
 import pytest
@@ -15,6 +16,18 @@ pytest.importorskip("transformers")
 PATCHES = ("prepare-inputs", "prepare-inputs-logits-to-keep", "legacy-cache")
 
 
+@contextlib.contextmanager
+def reverted():
+    """Every patch taken off (disabled() would only switch the wrappers off in this thread), then back on."""
+    import hf_genfix
+
+    hf_genfix.revert()
+    try:
+        yield
+    finally:
+        hf_genfix.activate()
+
+
 @pytest.mark.parametrize("arch", ARCHITECTURES)
 def test_signature_is_unchanged(arch):
     # generate() reads inspect.signature(model.prepare_inputs_for_generation) (e.g. to validate model kwargs).
@@ -22,7 +35,7 @@ def test_signature_is_unchanged(arch):
     from transformers import GenerationMixin
 
     model = model_of(arch)
-    with hf_genfix.disabled(*PATCHES):
+    with reverted():
         plain = inspect.signature(model.prepare_inputs_for_generation)
         generic = inspect.signature(GenerationMixin.prepare_inputs_for_generation)
     with hf_genfix.forced(*PATCHES):
@@ -45,7 +58,7 @@ def test_classes_created_later_are_wrapped_and_unwrapped():
             "prepare_inputs_for_generation": prepare_inputs_for_generation, "__module__": "user_code"})
         # legacy-cache: defined outside transformers, written for past_key_values; no logits_to_keep=None default.
         assert sorted(patches_on(vars(later)["prepare_inputs_for_generation"])) == ["legacy-cache", "prepare-inputs"]
-    with hf_genfix.disabled(*PATCHES):
+    with reverted():
         assert vars(later)["prepare_inputs_for_generation"] is prepare_inputs_for_generation
 
 
@@ -54,7 +67,7 @@ def test_transformers_overrides_are_wrapped_where_they_need_it():
 
     phi3 = type(model_of("phi3"))
     llama = type(model_of("llama"))
-    with hf_genfix.disabled(*PATCHES):
+    with reverted():
         original = vars(phi3)["prepare_inputs_for_generation"]
         generic = inspect.getattr_static(llama, "prepare_inputs_for_generation")
     with hf_genfix.forced(*PATCHES):
@@ -63,6 +76,6 @@ def test_transformers_overrides_are_wrapped_where_they_need_it():
         assert "legacy-cache" not in on_phi3  # transformers' own code knows its release's cache
         on_llama = patches_on(inspect.getattr_static(llama, "prepare_inputs_for_generation"))
         assert "prepare-inputs" in on_llama and "legacy-cache" not in on_llama
-    with hf_genfix.disabled(*PATCHES):
+    with reverted():
         assert vars(phi3)["prepare_inputs_for_generation"] is original
         assert inspect.getattr_static(llama, "prepare_inputs_for_generation") is generic

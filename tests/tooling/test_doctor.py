@@ -87,6 +87,67 @@ def test_judge_covers_the_not_needed_and_not_reproduced_cases():
     assert doctor.judge("drift", True, defect, None, "5.0.0", ">=5")[0] == "unprotected"
 
 
+# -- what a plain program gets --------------------------------------------------------------------------------
+def _plain(state, reason="installs when genfix_doctor_fixture.other is imported"):
+    def start(patches):
+        assert patches == [("fixed-here", "test")]  # only installed patches are looked up
+        return lambda: {"fixed-here": {"program": "fixture", "imports": "import genfix_doctor_fixture",
+                                       "state": state, "reason": reason, "error": None}}
+    return start
+
+
+def test_installed_here_but_armed_in_a_plain_program_is_unprotected(make_registry, capsys):
+    registry = make_registry("fixed-here")
+    report = doctor.diagnose(registry, plain_states=_plain("armed"))
+    (patch,) = report["patches"]
+    assert (patch["state"], patch["verdict"], report["ok"]) == ("applied", "unprotected", False)
+    assert "import genfix_doctor_fixture" in patch["message"] and "armed" in patch["message"]
+    assert patch["plain_program"]["state"] == "armed"
+    # Without plain_states, an injected registry is not looked up: a fresh interpreter knows only the shipped one.
+    assert doctor.main([], registry=registry) == 0
+    capsys.readouterr()
+
+
+def test_installed_in_the_plain_program_too_keeps_the_verdict(make_registry):
+    report = doctor.diagnose(make_registry("fixed-here"), plain_states=_plain("applied", "inside"))
+    (patch,) = report["patches"]
+    assert (patch["verdict"], report["ok"]) == ("fixed", True)
+
+
+def test_every_shipped_patch_has_a_user_program():
+    from hf_genfix._activation import manifest_dir
+    from hf_genfix._manifest import load_dir
+    from hf_genfix.oracles import user_programs
+
+    missing = [m.id for m in load_dir(manifest_dir()) if user_programs.program_for(m.id, m.family) is None]
+    assert not missing, f"add them to hf_genfix/oracles/user_programs.py (BY_ID or BY_FAMILY): {missing}"
+    assert set(user_programs.BY_ID.values()) | set(user_programs.BY_FAMILY.values()) <= set(user_programs.PROGRAMS)
+
+
+def test_plain_program_runs_in_a_fresh_interpreter():
+    from hf_genfix._registry import in_range
+    from hf_genfix.oracles.user_programs import PlainRun
+
+    import transformers
+
+    records = PlainRun([("right-padding", "padding"), ("padding-side", "padding")]).results()
+    assert records["right-padding"]["imports"] == "from transformers import LlamaForCausalLM"
+    assert records["padding-side"]["program"] == "tokenizer"
+    for pid, affected in (("right-padding", ">=4.40.2"), ("padding-side", ">=5.0.0")):
+        expected = "applied" if in_range(affected, transformers.__version__) else "not-needed"
+        assert (records[pid]["state"], records[pid]["error"]) == (expected, None), records[pid]
+
+
+def test_a_plain_program_that_could_not_run_leaves_the_verdict_and_says_so(make_registry):
+    def start(patches):
+        return lambda: {"fixed-here": {"program": "fixture", "imports": "import x", "state": None,
+                                       "reason": "", "error": "the interpreter failed (exit 1)"}}
+
+    (patch,) = doctor.diagnose(make_registry("fixed-here"), plain_states=start)["patches"]
+    assert patch["verdict"] == "fixed"
+    assert "not checked in a plain program: the interpreter failed (exit 1)" in patch["message"]
+
+
 def test_time_over_the_budget_is_reported_never_judged(make_registry, capsys, monkeypatch):
     monkeypatch.setattr(doctor, "BUDGET_S", 0.0)
     code = doctor.main([], registry=make_registry("fixed-here"))

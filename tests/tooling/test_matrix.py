@@ -10,6 +10,8 @@ import copy
 import importlib.util
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -39,7 +41,8 @@ def results(tmp_path):
 
 def run_report(results_dir: Path, tmp_path: Path, expected=RELEASES) -> tuple[int, str, dict]:
     md, data = tmp_path / "compat-matrix.md", tmp_path / "compat-matrix.json"
-    code = matrix.report(results_dir, md, data, expected=expected, patches_dir=FIXTURES / "patches")
+    code = matrix.report(results_dir, md, data, expected=expected, patches_dir=FIXTURES / "patches",
+                         versions_published=RELEASES)
     return code, md.read_text(), json.loads(data.read_text())
 
 
@@ -57,11 +60,14 @@ def test_recorded_results_agree_with_the_manifests(results, tmp_path, capsys):
     assert code == 0, capsys.readouterr().out
     assert data["releases"] == RELEASES
     rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[3:-1]]
-            for line in md.splitlines() if line.startswith("| `")}
+            for line in md.splitlines() if line[:3] in ("| 4", "| 5")}
+    # a row per release: fixed here | not needed (count) | n/a | disagreements | boundaries
     assert rows == {
-        "`fake-pad`": ["defect / fixed"] * 3,
-        "`fake-window`": ["not needed", "defect / fixed", "not needed"],
+        "4.57.6": ["`fake-pad`", "1", "-", "-", "-"],
+        "5.12.0": ["`fake-pad`, `fake-window`", "0", "-", "-", "`fake-window` starts ✓"],
+        "5.14.0": ["`fake-pad`", "1", "-", "-", "`fake-window` ends ✓"],
     }
+    assert "## Boundaries: 2 of 2 confirmed" in md
     assert "Disagreements: 0." in md and "Do not edit by hand" in md
 
 
@@ -74,6 +80,7 @@ def test_defect_outside_the_range_fails_the_report(results, tmp_path, capsys):
     assert code == 1
     assert "fake-window on transformers 5.14.0: defect observed, but affected '>=5.12.0,<5.14.0' excludes" in out
     assert "**defect / catalog wrong**" in md and "Disagreements: 1." in md
+    assert "`fake-window` ends ✗" in md and "**not confirmed**" in md
 
 
 def test_range_wider_than_the_defect_fails_the_report(results, tmp_path, capsys):
@@ -123,23 +130,66 @@ def test_upgrade_changes_name_what_moved():
     assert matrix.changes(old, old) == []
 
 
-def test_release_list_comes_from_tox_ini():
+def test_release_list_is_derived_from_the_manifests():
+    """tox.ini's env_list is both sides of every boundary of every manifest's range (sync --check fails otherwise)."""
     releases = matrix.releases()
-    assert releases[0] == "4.46.3" and releases[-1] == "5.24.0" and len(releases) == len(set(releases)) >= 13
-    assert releases == sorted(releases, key=matrix.release_key)
+    assert releases == matrix.wanted_releases(), "run: python scripts/matrix.py sync"
+    assert matrix.sync(check_only=True) == 0
+    assert releases[0] == matrix.matrix_settings()["oldest_supported"] and releases[-1] == matrix.published()[-1]
+    assert releases == sorted(releases, key=matrix.release_key) and len(releases) == len(set(releases))
+    supported = [v for v in matrix.published() if matrix.release_key(v) >= matrix.release_key(releases[0])]
+    for m in matrix._manifests():
+        for before, after in matrix.boundary_pairs(m.affected, supported):
+            assert before in releases and after in releases, (m.id, before, after)
     assert matrix.expand("tf-{1.0, 2.0}") == ["tf-1.0", "tf-2.0"]
+    suite = matrix.suite_releases()
+    assert suite[0] == releases[0] and suite[-1] == releases[-1] and set(suite) <= set(releases)
     oldest, middle, newest = matrix.ci_envs()
-    assert (oldest, newest) == ("tf-" + releases[0], "tf-" + releases[-1]) and middle in ["tf-" + r for r in releases]
+    assert (oldest, newest) == ("tf-" + suite[0], "tf-" + suite[-1]) and middle in ["tf-" + r for r in suite]
     assert matrix.requirement("tf-5.12.0") == "transformers==5.12.0"
     assert matrix.requirement("5.25.0rc1") == "transformers==5.25.0rc1"
     assert matrix.requirement("./transformers-main.whl") == "./transformers-main.whl"
 
 
-def test_ci_workflow_is_generated_from_the_same_list():
-    assert matrix.workflow(check_only=True) == 0, "run: python scripts/matrix.py workflow"
-    text = matrix.WORKFLOW.read_text()
-    for release in matrix.releases():
-        assert f'"{release}"' in text
+@pytest.mark.parametrize("spec, pairs", [
+    (">=5.12.0,<5.14.0", [("5.11.0", "5.12.0"), ("5.13.1", "5.14.0")]),
+    # an exclusion has two boundaries, and a patch release counts as a side of its own
+    (">=4.56.0,!=4.57.*,<5.1.0", [("4.55.4", "4.56.0"), ("4.56.2", "4.57.1"), ("4.57.6", "5.0.0"),
+                                  ("5.0.0", "5.1.0")]),
+    (">=5.15.0,<5.15.2", [("5.14.1", "5.15.0"), ("5.15.1", "5.16.0")]),
+    (">=4.40.2", []),
+])
+def test_boundaries_take_the_release_on_each_side(spec, pairs):
+    published = ["4.55.4", "4.56.0", "4.56.2", "4.57.1", "4.57.6", "5.0.0", "5.1.0", "5.11.0", "5.12.0", "5.13.1",
+                 "5.14.0", "5.14.1", "5.15.0", "5.15.1", "5.16.0"]
+    assert matrix.boundary_pairs(spec, published) == pairs
+
+
+def test_derived_list_follows_a_new_manifest(tmp_path):
+    patches = tmp_path / "patches"
+    shutil.copytree(FIXTURES / "patches", patches)
+    published = tmp_path / "releases.txt"
+    published.write_text("# test\n4.40.2\n4.57.6\n5.11.0\n5.12.0\n5.13.1\n5.14.0\n5.20.0\n5.24.0\n")
+    tox_ini = tmp_path / "tox.ini"
+    tox_ini.write_text("[tox]\nenv_list =\n    tf-{5.24.0}\n    report\n[matrix]\noldest_supported = 4.40.2\n")
+    # fake-window's range >=5.12.0,<5.14.0 adds 5.11.0 | 5.12.0 and 5.13.1 | 5.14.0
+    assert matrix.wanted_releases(tox_ini, patches, published) == [
+        "4.40.2", "5.11.0", "5.12.0", "5.13.1", "5.14.0", "5.24.0"]
+
+
+def test_upgrade_check_says_what_each_range_would_do():
+    load = lambda v: matrix.digest(json.loads((FIXTURES / "results" / f"tf-{v}.json").read_text()))  # noqa: E731
+    manifests = matrix._manifests(FIXTURES / "patches")
+    new = load("5.14.0")
+    verdicts = matrix.range_verdicts(manifests, new)
+    assert "`fake-pad`: still present on 5.14.0 (inside >=4.40.0)" in verdicts
+    assert any(v.startswith("`fake-window`: ") and "matches the manifest" in v for v in verdicts)
+    moved = copy.deepcopy(new)
+    moved["patches"]["fake-window"]["without"] = "defect"
+    moved["patches"]["fake-pad"]["without"] = "pass"
+    verdicts = matrix.range_verdicts(manifests, moved)
+    assert any("fake-window" in v and "EXTEND the range to 5.14.0" in v for v in verdicts)
+    assert any("fake-pad" in v and "CLOSE the range (<5.14.0)" in v for v in verdicts)
 
 
 def test_doctor_reports_feed_the_matrix(make_registry):

@@ -21,6 +21,16 @@ def _activate() -> None:
         if isinstance(exc, ModuleNotFoundError) and name == "hf_genfix" and not top:
             # A descendant interpreter without hf_genfix installed (another venv, a system tool): not ours.
             return
+        if isinstance(exc, ModuleNotFoundError) and name == "hf_genfix":
+            # The program asked to run with hf_genfix would run without it: stop before it starts.
+            has_it = os.environ.get("_HF_GENFIX_RUN_PYTHON", "the interpreter running hf-genfix")
+            sys.stderr.write(
+                f"hf-genfix run: hf_genfix is not installed for {sys.executable}, the program's interpreter; "
+                f"it is installed for {has_it} (the one running hf-genfix): run the program with that one "
+                f"(hf-genfix run -- {has_it} ...) or install hf_genfix for {sys.executable}\n"
+            )
+            sys.stderr.flush()
+            os._exit(2)  # raising here would end in a "Fatal Python error" from site start-up
         sys.stderr.write(
             f"hf_genfix: not activated in {sys.executable} (pid {os.getpid()}): {type(exc).__name__}: {exc}\n"
         )

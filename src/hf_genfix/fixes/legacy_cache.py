@@ -37,6 +37,7 @@ from typing import Any
 import wrapt
 
 from ..helpers.decode import cache_length, forward_spec, name_positional
+from .. import _record
 from ._prepare_inputs_family import GENERIC, wrap_overrides
 
 
@@ -100,6 +101,8 @@ def install(patcher: Any) -> None:
     renamed = "cache" in inspect.signature(generic).parameters
 
     def prepare_inputs_for_generation(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+        if _record.on:
+            _record.seen("legacy-cache")
         if instance is None:
             return wrapped(*args, **kwargs)
         args, kwargs = name_positional(wrapped, args, kwargs)
@@ -109,6 +112,9 @@ def install(patcher: Any) -> None:
         if real is None or isinstance(real, (tuple, list)) or isinstance(real, LegacyCacheView):
             return wrapped(*args, **kwargs)
         kwargs["past_key_values"] = LegacyCacheView(real)
+        if _record.on:
+            _record.changed("legacy-cache", "%s given a 4.40-style view of its %s", type(instance).__name__,
+                            type(real).__name__)
         return _for_forward(wrapped(*args, **kwargs), instance)
 
     wrap_overrides(patcher, prepare_inputs_for_generation, where=_written_for_past_key_values)

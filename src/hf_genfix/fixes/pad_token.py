@@ -14,32 +14,31 @@ read from the local cache. With no eos token either, nothing is assigned and a W
 padding keeps raising upstream's error until a pad token is chosen (an existing token, or a new one together with
 ``model.resize_token_embeddings``).
 
-Training. The same ``from_pretrained`` call loads a tokenizer for training and for generation, so the patch
-cannot leave training tokenizers alone; the evidence says that pad == eos is harmful for training in one
-place: ``DataCollatorForLanguageModeling(mlm=False)`` builds labels by masking every token equal to the pad id,
-so each real eos gets label -100 and the fine-tuned model never learns to stop (huggingface/transformers#23530,
-open; measured on every release in ``tests/padding/test_training.py``). A user who sets pad = eos by hand, as
-upstream's error message suggests, gets that; hf_genfix, having chosen the pad token itself, takes the
-consequence: for tokenizers whose pad it assigned (and while it is still that eos), the collator's labels are
-masked by the padding positions instead (``attention_mask``, or the examples' lengths), which is exactly what a
-distinct pad token would have given. Other training code that masks labels by ``pad_token_id`` is outside
-transformers and keeps its behaviour; ``docs/padding.md`` says to pick a dedicated pad token for training.
+Saving. The pad token is hf_genfix's choice, not the repo's: ``tokenizer.save_pretrained(d)`` writes the files
+it writes without hf_genfix (no ``pad_token`` in ``tokenizer_config.json`` / ``special_tokens_map.json``, no
+padding in ``tokenizer.json``), so a saved repo never carries the choice as if it were the user's, and a reload
+through ``AutoTokenizer`` makes it again (with the training protection of ``pad-token-collator``). A pad token
+the user set after loading is theirs and is saved. The save runs on a copy of the tokenizer without the pad token
+(the caller's tokenizer is never modified, not even for the duration of the save).
+
+Training: the collator half (``DataCollatorForLanguageModeling``, transformers#23530) is the separate patch
+``pad-token-collator``, installed when ``transformers.data.data_collator`` is imported: an inference program
+never imports that module, and this patch must not wait for it.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 import weakref
-from typing import Any, Mapping
+from typing import Any
 
 from ._tokenizer_load import is_decoder_only, model_config, repo_of
+from .. import _record
 
 FROM_PRETRAINED = "transformers.models.auto.tokenization_auto:AutoTokenizer.from_pretrained"
-COLLATOR_CALLS = (
-    "transformers.data.data_collator:DataCollatorForLanguageModeling.torch_call",
-    "transformers.data.data_collator:DataCollatorForLanguageModeling.numpy_call",
-)
+SAVE = "transformers.tokenization_utils_base:PreTrainedTokenizerBase.save_pretrained"
 
 log = logging.getLogger("hf_genfix")
 
@@ -52,12 +51,15 @@ _lock = threading.Lock()
 def install(patcher: Any) -> None:
     patcher.require("transformers:PretrainedConfig.get_config_dict")
     patcher.wrap(FROM_PRETRAINED, _from_pretrained)
-    for target in COLLATOR_CALLS:
-        patcher.wrap(target, _collate)
+    # 5.x tokenizer classes override save_pretrained (and call the base's): each level is wrapped; the copy
+    # saved by the outer one carries no pad token of ours, so the inner ones pass it through.
+    patcher.wrap_subclasses(SAVE, _save_pretrained)
 
 
 def _from_pretrained(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     tokenizer = wrapped(*args, **kwargs)
+    if _record.on:
+        _record.seen("pad-token")
     if "pad_token" in kwargs or getattr(tokenizer, "pad_token", "") is not None:
         return tokenizer
     repo = repo_of(args, kwargs)
@@ -68,6 +70,8 @@ def _from_pretrained(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> 
         return tokenizer
     if decoder_only:
         _give_pad_token(tokenizer, repo)
+        if _record.on and pad_assigned_by_hf_genfix(tokenizer):
+            _record.changed("pad-token", "%s: pad token %r (its eos)", repo, tokenizer.pad_token)
     return tokenizer
 
 
@@ -82,11 +86,7 @@ def _give_pad_token(tokenizer: Any, repo: Any) -> None:
             repo,
         )
         return
-    size = len(tokenizer)
-    tokenizer.pad_token = eos
-    if len(tokenizer) != size:  # pragma: no cover - eos is in the vocabulary by construction
-        raise RuntimeError(f"setting pad_token = eos_token changed the vocabulary of {repo!r}")
-    _assigned[tokenizer] = str(eos)
+    adopt_eos_as_pad(tokenizer)
     _once(
         "assigned", logging.WARNING,
         "hf_genfix pad-token: %s has no pad token; using its eos token %r (id %s) as pad token, as generate() "
@@ -94,6 +94,16 @@ def _give_pad_token(tokenizer: Any, repo: Any) -> None:
         "Set HF_GENFIX_PAD_TOKEN=off to keep tokenizers unchanged.",
         repo, str(eos), tokenizer.pad_token_id,
     )
+
+
+def adopt_eos_as_pad(tokenizer: Any) -> None:
+    """Make ``tokenizer``'s eos token its pad token, recorded as hf_genfix's choice (not the user's)."""
+    eos = tokenizer.eos_token
+    size = len(tokenizer)
+    tokenizer.pad_token = eos
+    if len(tokenizer) != size:  # pragma: no cover - eos is in the vocabulary by construction
+        raise RuntimeError(f"setting pad_token = eos_token changed the vocabulary of {tokenizer!r}")
+    _assigned[tokenizer] = str(eos)
 
 
 def _once(key: str, level: int, message: str, *args: Any) -> None:
@@ -112,51 +122,23 @@ def pad_assigned_by_hf_genfix(tokenizer: Any) -> bool:
     return eos is not None and str(tokenizer.pad_token) == eos
 
 
-def _collate(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-    batch = wrapped(*args, **kwargs)
-    tokenizer = getattr(instance, "tokenizer", None)
-    if getattr(instance, "mlm", True) or tokenizer is None or not pad_assigned_by_hf_genfix(tokenizer):
-        return batch
-    labels, ids = batch.get("labels"), batch.get("input_ids")
-    if labels is None or ids is None or labels.shape != ids.shape:
-        return batch
-    examples = args[0] if args else kwargs.get("examples")
-    attended = _attended(batch, examples, tokenizer.padding_side)
-    if attended is None:
-        return batch
-    hidden = (labels == -100) & attended & (ids == tokenizer.pad_token_id)
-    if hidden.any():
-        labels = labels.clone() if hasattr(labels, "clone") else labels.copy()
-        labels[hidden] = ids[hidden]
-        batch["labels"] = labels
-    return batch
-
-
-def _attended(batch: Mapping[str, Any], examples: Any, side: str) -> Any:
-    """Where the batch holds real tokens (not padding), shaped like ``input_ids``; None when unknown."""
-    ids = batch["input_ids"]
-    mask = batch.get("attention_mask")
-    if mask is not None and mask.shape == ids.shape:
-        return mask != 0
-    if not examples:
-        return None
-    lengths = []
-    for example in examples:
-        row = example.get("input_ids") if isinstance(example, Mapping) else example
-        if row is None:
-            return None
-        lengths.append(len(row))
-    import numpy as np
-
-    width = ids.shape[1]
-    columns = np.arange(width)[None, :]
-    counts = np.asarray(lengths)[:, None]
-    attended = columns >= width - counts if side == "left" else columns < counts
-    if isinstance(ids, np.ndarray):
-        return attended
-    import torch
-
-    return torch.from_numpy(attended).to(ids.device)
+def _save_pretrained(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+    if instance is None or not pad_assigned_by_hf_genfix(instance):
+        return wrapped(*args, **kwargs)
+    try:
+        clean = copy.deepcopy(instance)
+        backend = getattr(clean, "_tokenizer", None)
+        padding = getattr(backend, "padding", None)
+        clean.pad_token = None
+        # A padded call leaves its padding (pad id = eos) in the fast backend, which tokenizer.json records.
+        if isinstance(padding, dict) and padding.get("pad_token") == _assigned.get(instance):
+            backend.no_padding()
+    except Exception:  # noqa: BLE001 - a tokenizer that cannot be copied is saved as upstream saves it
+        _once("save-copy", logging.WARNING,
+              "hf_genfix pad-token: could not copy the tokenizer to save it without the pad token hf_genfix "
+              "chose; it is saved with pad_token %r", str(instance.pad_token))
+        return wrapped(*args, **kwargs)
+    return clean.save_pretrained(*args, **kwargs)
 
 
 def probe() -> dict[str, Any]:

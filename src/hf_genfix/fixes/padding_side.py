@@ -21,6 +21,12 @@ passed ``padding_side=`` (or ``tokenizer_type=``, which chooses the class), and 
 ``tokenizer_config.json`` sets ``padding_side``: an explicit choice is kept on every release. Tokenizers whose
 class was honoured are untouched, so the patch changes nothing where 5.x agrees with 4.x.
 
+Saving. ``save_pretrained`` of such a tokenizer writes the generic class and no padding side, as upstream does,
+so a reload would find nothing to correct and give 'right' again. The patch does not write an extra key into
+the user's files; it remembers, for this process, which directories it saw a corrected tokenizer saved to (with
+the saved ``tokenizer_config.json``, so a directory overwritten since is not mistaken for it), and a reload from
+one of them gets the side the saved tokenizer had.
+
 Training. The patch cannot tell a tokenizer loaded for training from one loaded for generation (it is the same
 call), and it does touch both, because the evidence says that is safe: it only ever restores the side 4.x gave
 the same repo, which training code written for 4.x already lived with, and for the model families concerned
@@ -32,11 +38,22 @@ that want right padding (e.g. TRL's SFT collators) set it themselves, and an exp
 from __future__ import annotations
 
 import logging
+import os
+import threading
+import weakref
 from typing import Any
 
 from ._tokenizer_load import repo_of, tokenizer_config
+from .. import _record
 
 FROM_PRETRAINED = "transformers.models.auto.tokenization_auto:AutoTokenizer.from_pretrained"
+SAVE_PRETRAINED = "transformers.tokenization_utils_base:PreTrainedTokenizerBase.save_pretrained"
+
+# Tokenizers whose side this patch chose, and the directories they were saved to in this process:
+# realpath -> (padding side when saved, the tokenizer_config.json written).
+_corrected: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_saved: dict[str, tuple[str, bytes]] = {}
+_saved_lock = threading.Lock()
 
 log = logging.getLogger("hf_genfix")
 
@@ -45,27 +62,73 @@ def install(patcher: Any) -> None:
     patcher.require("transformers.models.auto.tokenization_auto:get_tokenizer_config")
     patcher.require("transformers.models.auto.tokenization_auto:tokenizer_class_from_name")
     patcher.wrap(FROM_PRETRAINED, _from_pretrained)
+    patcher.wrap(SAVE_PRETRAINED, _save_pretrained)
 
 
 def _from_pretrained(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     tokenizer = wrapped(*args, **kwargs)
+    if _record.on:
+        _record.seen("padding-side")
     if "padding_side" in kwargs or kwargs.get("tokenizer_type") is not None:
         return tokenizer
     repo = repo_of(args, kwargs)
     try:
         named = _substituted_class(tokenizer, repo, kwargs)
+        saved = _saved_side(tokenizer, repo, kwargs) if named is None else None
     except Exception:  # noqa: BLE001 - a failed guess must never fail the user's load
         log.debug("hf_genfix padding-side: could not decide for %r", repo, exc_info=True)
         return tokenizer
-    side = getattr(named, "padding_side", None) if named is not None else None
+    side = getattr(named, "padding_side", None) if named is not None else saved
+    if side in ("left", "right"):
+        _corrected.add(tokenizer)
     if side in ("left", "right") and side != tokenizer.padding_side:
         log.info(
-            "hf_genfix padding-side: %s loaded as %s (padding side %r) although it names %s, whose default "
-            "(the 4.x side) is %r: using %r",
-            repo, type(tokenizer).__name__, tokenizer.padding_side, named.__name__, side, side,
+            "hf_genfix padding-side: %s loaded as %s (padding side %r) although %s: using %r",
+            repo, type(tokenizer).__name__, tokenizer.padding_side,
+            f"it names {named.__name__}, whose default (the 4.x side) is {side!r}" if named is not None
+            else f"a tokenizer with padding side {side!r} was saved there by this process",
+            side,
         )
         tokenizer.padding_side = side
+        if _record.on:
+            _record.changed("padding-side", "%s: padding side %r (the 4.x side of %s)", repo, side, named.__name__)
     return tokenizer
+
+
+def _save_pretrained(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+    files = wrapped(*args, **kwargs)
+    if instance in _corrected:
+        try:
+            directory = os.fspath(args[0] if args else kwargs["save_directory"])
+            config = _config_bytes(directory, kwargs.get("filename_prefix"))
+            if config is not None:
+                with _saved_lock:
+                    _saved[os.path.realpath(directory)] = (instance.padding_side, config)
+        except Exception:  # noqa: BLE001 - remembering must never fail the user's save
+            log.debug("hf_genfix padding-side: could not remember a save", exc_info=True)
+    return files
+
+
+def _config_bytes(directory: str, prefix: Any = None) -> bytes | None:
+    name = (prefix + "-" if prefix else "") + "tokenizer_config.json"
+    try:
+        with open(os.path.join(directory, name), "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _saved_side(tokenizer: Any, repo: Any, kwargs: dict) -> str | None:
+    """The side of the corrected tokenizer this process saved to ``repo``, if the repo still holds what was
+    saved and neither it nor the caller chose a side."""
+    if not isinstance(repo, (str, os.PathLike)) or "padding_side" in (getattr(tokenizer, "init_kwargs", None) or {}):
+        return None
+    directory = os.path.join(os.fspath(repo), kwargs.get("subfolder") or "")
+    with _saved_lock:
+        saved = _saved.get(os.path.realpath(directory))
+    if saved is None or _config_bytes(directory) != saved[1]:
+        return None
+    return saved[0]
 
 
 def _substituted_class(tokenizer: Any, repo: Any, kwargs: dict) -> type | None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from .. import _record
 from ._prepare_inputs_family import GENERIC, wrap_overrides
 
 _KEYS = ("logits_to_keep", "num_logits_to_keep")
@@ -46,10 +47,14 @@ def _defaults_to_none(cls: type) -> bool:
 
 def _drop_none_logits_to_keep(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     inputs = wrapped(*args, **kwargs)
+    if _record.on:
+        _record.seen("prepare-inputs-logits-to-keep")
     if isinstance(inputs, dict):
         for key in _KEYS:
             if key in inputs and inputs[key] is None:
                 del inputs[key]
+                if _record.on:
+                    _record.changed("prepare-inputs-logits-to-keep", "dropped %s=None", key)
     return inputs
 
 

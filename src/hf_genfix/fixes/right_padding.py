@@ -22,12 +22,26 @@ returned as is: every row's new tokens are the ones that row gets alone, and the
 ``sequences`` is the left-aligned prompt. Sampling consumes the random stream exactly as for the left-padded
 batch, so the same seed gives the same result. On <= 5.2, while the mask proves a batch left-aligned, the false
 "right-padding was detected" warning is dropped.
+
+The next turn. A caller who continues from the returned sequences usually hands back the mask they hold: their
+right-padded prompt mask extended with ones, ``torch.cat([mask, ones], 1)``. That mask describes the layout they
+passed, not the sequences hf_genfix returned (whose prompt part is left-aligned): upstream would attend the
+left padding and hide real prompt tokens. So each realignment is remembered (the last 16: the returned prompt
+and the caller's mask, on the CPU) and a later ``generate()`` whose ``input_ids`` begin with a returned prompt
+and whose mask begins with the caller's mask for it gets that part of the mask rotated like the prompt was: each
+row then continues as it does alone. Nothing else is touched: a mask that describes the sequences (``out !=
+pad``, a left-aligned mask) is left as it is, and re-tokenized text is a new batch. A mask that hides real
+tokens and attends pad tokens of the same row, not recognised, is reported once (WARNING) and used as given.
 """
 
 from __future__ import annotations
 
+import collections
+import logging
 import threading
 from typing import Any
+
+from .. import _record
 
 GENERATE = "transformers.generation.utils:GenerationMixin.generate"
 WARNING = "transformers.generation.utils:logger.warning"
@@ -36,6 +50,11 @@ WARNING = "transformers.generation.utils:logger.warning"
 _NOT_PER_TOKEN = ("negative_prompt_ids", "negative_prompt_attention_mask")
 
 _state = threading.local()
+log = logging.getLogger("hf_genfix")
+
+# (returned prompt ids, the caller's prompt mask as bool, gather index), CPU tensors, newest last.
+_realigned: "collections.deque[tuple[Any, Any, Any]]" = collections.deque(maxlen=16)
+_realigned_lock = threading.Lock()
 
 
 def install(patcher: Any) -> None:
@@ -49,7 +68,10 @@ def install(patcher: Any) -> None:
 
 
 def _generate(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+    kwargs = _describe_realigned(args, kwargs)
     plan = _plan(instance, args, kwargs)
+    if _record.on:
+        _record.seen("right-padding")
     if plan is None:
         return wrapped(*args, **kwargs)
     if plan == "left-aligned":
@@ -59,11 +81,43 @@ def _generate(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
             return wrapped(*args, **kwargs)
         finally:
             _state.left_aligned = previous
-    return wrapped(*plan[0], **plan[1])
+    new_args, new_kwargs, remembered = plan
+    result = wrapped(*new_args, **new_kwargs)
+    if remembered is not None:
+        with _realigned_lock:
+            _realigned.append(remembered)
+    return result
+
+
+def _describe_realigned(args: tuple, kwargs: dict) -> dict:
+    """``kwargs`` with the caller's mask rotated where it is the mask of a batch this patch realigned, handed
+    back with the sequences it returned (``torch.cat([mask, ones], 1)``); else ``kwargs`` itself."""
+    mask = kwargs.get("attention_mask")
+    if not _realigned or mask is None:
+        return kwargs
+    ids = args[0] if args else kwargs.get("input_ids", kwargs.get("inputs"))
+    import torch
+
+    if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or not isinstance(mask, torch.Tensor) \
+            or mask.shape != ids.shape:
+        return kwargs
+    with _realigned_lock:
+        candidates = list(_realigned)
+    for aligned, caller_mask, index in reversed(candidates):
+        batch, width = aligned.shape
+        if ids.shape[0] != batch or ids.shape[1] < width:
+            continue
+        if torch.equal(mask[:, :width].ne(0).cpu(), caller_mask) and torch.equal(ids[:, :width].cpu(), aligned):
+            fixed = torch.cat([_take(mask[:, :width], index), mask[:, width:]], dim=1)
+            log.debug("hf_genfix right-padding: the attention mask given with sequences that hf_genfix "
+                      "realigned describes the right-padded prompt; its first %d columns are realigned too", width)
+            return dict(kwargs, attention_mask=fixed)
+    return kwargs
 
 
 def _plan(model: Any, args: tuple, kwargs: dict) -> Any:
-    """None (leave the call alone), "left-aligned" (mask proves no right padding), or the realigned call."""
+    """None (leave the call alone), "left-aligned" (mask proves no right padding), or the realigned call
+    (args, kwargs, what to remember of the realignment)."""
     import torch
 
     config = getattr(model, "config", None)
@@ -92,11 +146,15 @@ def _plan(model: Any, args: tuple, kwargs: dict) -> Any:
     if not isinstance(mask, torch.Tensor) or mask.dim() != 2 or mask.shape != reference.shape[:2]:
         return None
     index = _left_align_index(mask)
-    if index is None:
-        return None if built_mask else "left-aligned"
-    if isinstance(index, str):
+    if index is None or isinstance(index, str):
+        if not built_mask:
+            _tell_if_misdescribed(model, args, kwargs, ids, mask)
+        if index is None:
+            return None if built_mask else "left-aligned"
         return None  # holes in the mask: not padding
     batch, width = mask.shape
+    if _record.on:
+        _record.changed("right-padding", "realigned %d of %d rows", int(index[:, 0].ne(0).sum()), batch)
     new_kwargs = dict(kwargs)
     for key, value in kwargs.items():
         if (
@@ -110,11 +168,38 @@ def _plan(model: Any, args: tuple, kwargs: dict) -> Any:
     if built_mask:
         new_kwargs["attention_mask"] = _take(mask.long(), index)
     aligned_ids = _take(ids, index) if isinstance(ids, torch.Tensor) and ids.dim() >= 2 else ids
+    remembered = None
+    if isinstance(ids, torch.Tensor) and ids.dim() == 2:
+        remembered = (aligned_ids.detach().cpu(), mask.ne(0).cpu(), index.cpu())
     if args:
-        return (aligned_ids,) + tuple(rest), new_kwargs
+        return (aligned_ids,) + tuple(rest), new_kwargs, remembered
     if ids_key == "inputs":
         new_kwargs["inputs"] = aligned_ids
-    return (), new_kwargs
+    return (), new_kwargs, remembered
+
+
+def _tell_if_misdescribed(model: Any, args: tuple, kwargs: dict, ids: Any, mask: Any) -> None:
+    """Log once when a mask with holes hides real tokens and attends pad tokens of the same row: a mask that
+    describes another layout (e.g. a right-padded prompt's, kept after hf_genfix realigned it 16+ calls ago).
+    The call itself runs as transformers runs it."""
+    import torch
+
+    if not isinstance(ids, torch.Tensor) or ids.shape != mask.shape or bool(mask.ne(0).all()):
+        return
+    pad = _pad_id(model, args, kwargs)
+    if pad is None:
+        return
+    attended, is_pad = mask.ne(0), ids.eq(pad)
+    if not bool(((attended & is_pad).any(dim=1) & (~attended & ~is_pad).any(dim=1)).any()):
+        return
+    with _realigned_lock:
+        first = not getattr(_tell_if_misdescribed, "told", False)
+        _tell_if_misdescribed.told = True
+    log.log(logging.WARNING if first else logging.DEBUG,
+            "hf_genfix right-padding: the attention_mask given to generate() hides real tokens and attends pad "
+            "tokens (id %s) of the same row, so it does not describe input_ids; if these are sequences returned "
+            "for a right-padded batch, pass attention_mask=(sequences != pad_token_id) (see hf_genfix "
+            "docs/padding.md, 'The next turn')", pad)
 
 
 def _pad_id(model: Any, args: tuple, kwargs: dict) -> int | None:

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import _record
+
 UPDATE = "transformers.cache_utils:DynamicSlidingWindowLayer.update"
 
 
@@ -44,6 +46,8 @@ def _update(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     visible = instance.sliding_window - 1 + new.shape[-2]
     if keys.shape[-2] <= visible:
         return keys, values
+    if _record.on:
+        _record.changed("sliding-window-draft-keys", "returned %d of %d keys", visible, keys.shape[-2])
     return keys[:, :, -visible:, :], values[:, :, -visible:, :]
 
 

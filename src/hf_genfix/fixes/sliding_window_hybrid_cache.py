@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import _record
+
 GET_CACHE = "transformers.generation.utils:GenerationMixin._get_cache"
 
 
@@ -38,6 +40,9 @@ def _get_cache(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     if requested == "sliding_window":
         served = _serve_as(instance.config)
         if served != requested:
+            if _record.on:
+                _record.changed("sliding-window-hybrid-cache", "cache_implementation %r served as %r",
+                                requested, served)
             if args:
                 args = (served,) + tuple(args[1:])
             else:

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import _record
+
 DYNAMIC_INIT = "transformers.cache_utils:DynamicCache.__init__"
 STATIC_INIT = "transformers.cache_utils:StaticCache.__init__"
 DYNAMIC_LAYER = "transformers.cache_utils:DynamicLayer"
@@ -48,6 +50,8 @@ def install(patcher: Any) -> None:
         if kinds is not None and ddp is None:
             window = _window(config)
             _set_layers(instance, [sliding(sliding_window=window) if k == _SLIDING else full() for k in kinds])
+            if _record.on:
+                _record.changed("sliding-window-kv-shared-zero", "built %d dynamic cache layers", len(kinds))
 
     def static_init(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> None:
         wrapped(*args, **kwargs)
@@ -61,6 +65,8 @@ def install(patcher: Any) -> None:
                 else static_full(max_cache_len=length)
                 for k in kinds
             ])
+            if _record.on:
+                _record.changed("sliding-window-kv-shared-zero", "built %d static cache layers", len(kinds))
 
     patcher.wrap(DYNAMIC_INIT, dynamic_init)
     patcher.wrap(STATIC_INIT, static_init)

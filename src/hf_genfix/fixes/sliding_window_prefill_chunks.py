@@ -38,6 +38,8 @@ from typing import Any
 
 from hf_genfix import Drift
 
+from .. import _record
+
 PREFILL = "transformers.generation.utils:GenerationMixin._prefill"
 
 
@@ -79,6 +81,8 @@ def _prefill(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
         and isinstance(value, torch.Tensor) and value.dim() >= 2 and value.shape[-1] == length
     }
     outputs = None
+    if _record.on:
+        _record.changed("sliding-window-prefill-chunks", "prefilled %d tokens in chunks of %d", length, chunk)
     config.prefill_chunk_size = None  # generate()'s own copy of the config; restored below
     try:
         for start in range(0, length, chunk):

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import _record
+
 UPDATE = "transformers.cache_utils:SlidingWindowLayer.update"
 MASK_SIZES = "transformers.cache_utils:SlidingWindowLayer.get_mask_sizes"
 GENERAL = "transformers.cache_utils:ChunkedSlidingLayer"
@@ -42,6 +44,9 @@ def _route(general: Any, query_axis: int, arg: str) -> Any:
         tensor = args[0] if args else kwargs[arg]
         # Only a multi-token step on a layer that already holds tokens is broken on 4.56.
         if tensor.shape[query_axis] > 1 and instance.cumulative_length > 0:
+            if _record.on:
+                _record.changed("sliding-window-static-chunk", "a %d-token step routed to the general layer",
+                                tensor.shape[query_axis])
             return general(instance, *args, **kwargs)
         return wrapped(*args, **kwargs)
 

@@ -30,8 +30,9 @@ _FORWARD_SPECS: dict[type, "_ForwardSpec"] = {}
 
 # -- small, version-independent pieces (the prepare-inputs patches use them too) -------------------------------
 def cache_length(cache: Any) -> int:
-    """How many positions ``cache`` holds: a ``Cache`` object (any release), a legacy tuple of per-layer
-    ``(key, value)`` or of fused key-value tensors (gpt_bigcode on 4.x), or None."""
+    """How many positions ``cache`` holds: a ``Cache`` object (any release; the decoder's self-attention part of
+    an ``EncoderDecoderCache``), a legacy tuple of per-layer ``(key, value)``, ``(key, value, cross key, cross
+    value)`` or of fused key-value tensors (gpt_bigcode on 4.x), or None."""
     if cache is None:
         return 0
     get = getattr(cache, "get_seq_length", None)
@@ -43,22 +44,54 @@ def cache_length(cache: Any) -> int:
         first = cache[0]
         if isinstance(first, (tuple, list)):
             # The value tensor: (batch, heads, seq, dim), and (batch * heads, seq, dim) for bloom's legacy layout,
-            # whose key is transposed (batch * heads, dim, seq).
-            first = first[-1] if first else None
+            # whose key is transposed (batch * heads, dim, seq). Encoder-decoder layers hold (self key, self value,
+            # cross key, cross value): the cross-attention pair has the encoder's length.
+            first = (first[1] if len(first) == 4 else first[-1]) if first else None
         return int(first.shape[-2]) if first is not None else 0
     raise TypeError(f"cannot tell how many positions a {type(cache).__name__} holds")
 
 
-def new_token_count(width: int, cached: int, mask_width: int | None) -> int:
-    """How many of the last ``width`` input ids the cache does not hold yet.
+def stated_new_tokens(
+    width: int,
+    cached: int,
+    mask_width: int | None = None,
+    position_ids: Any = None,
+    cache_position: Any = None,
+    from_start: bool = False,
+) -> int | None:
+    """How many of the last ``width`` input ids are new, as far as the call itself says; None when it does not.
 
-    The ids are either the whole sequence (what ``generate`` passes) or only the new tokens (the classic loop
-    that feeds the last token). A mask as wide as cached + ids says the ids are the new tokens; otherwise ids
-    longer than the cache are the whole sequence.
+    In order of authority: ``cache_position`` (one entry per new token); ``position_ids`` (narrower than the ids:
+    they belong to the last ids; as wide: positions reaching past the ids' own width mean the ids follow the
+    cache, positions within it mean the ids are the whole sequence); no cache, or no more ids than cached
+    positions (they cannot be the whole sequence); ``from_start`` (the caller saw that the ids begin at position
+    0, e.g. an encoder-decoder model's decoder start token in every row: the whole sequence); a mask as wide as
+    cached + ids (the ids are new) or no wider than the ids (the mask of the whole sequence, perhaps not grown
+    yet). Ids longer than the cache with none of these are the ambiguous call: None.
     """
-    if cached == 0 or mask_width == cached + width or width <= cached:
+    if cache_position is not None:
+        count = int(cache_position.shape[-1])
+        return count if 0 < count <= width else None
+    if cached == 0:
         return width
-    return width - cached
+    whole = width - cached if width > cached else width
+    if position_ids is not None:
+        count = int(position_ids.shape[-1])
+        if count < width:
+            return count
+        if count > width:
+            return None
+        return width if int(position_ids[..., -1].max()) + 1 > width else whole
+    if width <= cached:
+        return width
+    if from_start:
+        return whole
+    if mask_width is not None:
+        if mask_width == cached + width:
+            return width
+        if mask_width <= width:
+            return whole
+    return None
 
 
 def grow_mask(mask: Any, width: int) -> Any:
@@ -170,7 +203,11 @@ class GenerationInputPrep:
 
         cached = cache_length(cache)
         mask_width = attention_mask.shape[-1] if attention_mask is not None else None
-        new = new_token_count(input_ids.shape[-1], cached, mask_width)
+        width = input_ids.shape[-1]
+        new = stated_new_tokens(width, cached, mask_width, position_ids)
+        if new is None:
+            # Ids longer than the cache and no mask: this helper serves loops that keep the whole sequence.
+            new = width - cached
         inputs: dict[str, Any] = {"input_ids": input_ids[:, -new:].contiguous(), "use_cache": use_cache}
         if attention_mask is not None:
             attention_mask = grow_mask(attention_mask, cached + new)

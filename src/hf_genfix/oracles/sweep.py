@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterable, Sequence
 from . import decode, differential, sliding
 from .generation import check_rows_against_reference, generate_steps, left_pad, right_pad
 from .outcome import DefectObserved, ProbeSkipped
-from .reference import ATOL, assert_close, reference_logits
+from .reference import ATOL, reference_logits
 from .tiny import tiny_config
 
 WINDOW = sliding.WINDOW
@@ -302,20 +302,7 @@ def manual_loop(s: Subject) -> dict:
 def chunk_after_cache(s: Subject) -> dict:
     """A cached 3-token prefix (a system prompt), then a 10-token chunk through ``prepare_inputs_for_generation``
     with the caller's explicit ``cache_position``: all 10 tokens are new and every one's logits must match."""
-    import torch
-
-    from ..helpers.decode import cache_from_outputs
-
-    prefix, chunk = s.rows(3, 10, seed=5)
-    with torch.no_grad():
-        cache = cache_from_outputs(s.model(input_ids=torch.tensor([prefix]), use_cache=True))
-        inputs = s.model.prepare_inputs_for_generation(torch.tensor([chunk]), past_key_values=cache,
-                                                       cache_position=torch.arange(3, 13), use_cache=True)
-        logits = s.model(**inputs).logits[0]
-    expected = reference_logits(s.model, prefix + chunk)[3:]
-    diff = assert_close(logits, expected, "a 10-token chunk after a cached 3-token prefix, explicit cache_position "
-                                          "(logits of the chunk vs a no-cache forward of prefix + chunk)")
-    return {"max_logit_diff": diff, "tokens": len(chunk)}
+    return decode.check_chunk_after_cache(s.model)
 
 
 @scenario("multi-turn", needs=("padding",))

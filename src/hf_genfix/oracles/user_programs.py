@@ -1,0 +1,119 @@
+"""What a plain user program meeting each defect imports, and what hf_genfix installs in such a program.
+
+``hf-genfix doctor`` and ``hf-genfix list`` import every target module, so they see every patch decided. A user's
+program imports far less: a patch whose target sits in a module that program never imports stays ``armed`` while
+the defect hits it. So doctor runs, for each distinct program below, one fresh interpreter that imports
+``hf_genfix`` and ``transformers`` and then only what the program names, and reads ``hf_genfix.status()`` there.
+
+The table is data: a program per family, overridden per patch id where the defect lives elsewhere (a tokenizer,
+one model class). A patch id absent from ``BY_ID`` whose family is absent from ``BY_FAMILY`` has no program and
+is reported as such (tests/tooling/test_doctor.py checks that every shipped manifest has one).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any, Iterable, Mapping
+
+# program name -> the lines a program meeting the defect runs after `import hf_genfix, transformers`.
+PROGRAMS: dict[str, str] = {
+    # A tokenizer loaded for batched inputs (pad-token, padding-side).
+    "tokenizer": "from transformers import AutoTokenizer",
+    # Language-model training with the causal-LM collator.
+    "collator": "from transformers import AutoTokenizer, DataCollatorForLanguageModeling",
+    # generate() on a decoder-only model: from_pretrained resolves AutoModelForCausalLM to a concrete class,
+    # whose module is what gets imported (AutoModelForCausalLM alone imports no generation code).
+    "causal-lm": "from transformers import LlamaForCausalLM",
+    "phi3": "from transformers import Phi3ForCausalLM",
+    "gpt-neox": "from transformers import GPTNeoXForCausalLM",
+    "gemma3-vlm": "from transformers import Gemma3ForConditionalGeneration",
+    "gemma4-vlm": "from transformers import Gemma4ForConditionalGeneration",
+}
+
+BY_FAMILY: dict[str, str] = {
+    "padding": "causal-lm",
+    "prepare-inputs": "causal-lm",
+    "sliding-window": "causal-lm",
+    "decoding": "causal-lm",
+    "drafting": "causal-lm",  # generation.utils imports candidate_generator
+}
+
+BY_ID: dict[str, str] = {
+    "pad-token": "tokenizer",
+    "padding-side": "tokenizer",
+    "pad-token-collator": "collator",
+    "prepare-inputs-logits-to-keep": "phi3",
+    "decoding-gpt-neox-static-cache": "gpt-neox",
+    "sliding-window-image-index-gemma3": "gemma3-vlm",
+    "sliding-window-image-mask-gemma3": "gemma3-vlm",
+    "sliding-window-image-static-gemma3": "gemma3-vlm",
+    "sliding-window-image-mask-gemma4": "gemma4-vlm",
+    "sliding-window-image-static-gemma4": "gemma4-vlm",
+}
+
+_CHILD = """
+import json, sys
+import hf_genfix, transformers
+error = None
+try:
+    exec(compile(sys.argv[1], "<user program>", "exec"), {})
+except Exception as exc:
+    error = f"{type(exc).__name__}: {exc}"
+print(json.dumps({"error": error, "states": {s.id: [s.state, s.reason] for s in hf_genfix.status()}}))
+"""
+
+
+def program_for(patch_id: str, family: str) -> str | None:
+    """The name of the program that meets ``patch_id``'s defect (None when the table has none)."""
+    return BY_ID.get(patch_id) or BY_FAMILY.get(family)
+
+
+class PlainRun:
+    """The fresh interpreters for some patches, started at once (one per distinct program) and read by
+    ``results()``: they run while the caller does other work (doctor runs its probes meanwhile)."""
+
+    def __init__(self, patches: Iterable[tuple[str, str]], environ: Mapping[str, str] | None = None,
+                 timeout: float = 120.0):
+        self.timeout = timeout
+        self.program_of = {pid: program_for(pid, family) for pid, family in patches}
+        env = dict(os.environ if environ is None else environ)
+        # The child imports the hf_genfix this process runs, wherever it was imported from.
+        here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env["PYTHONPATH"] = os.pathsep.join([here] + [p for p in [env.get("PYTHONPATH")] if p])
+        self._procs: dict[str, subprocess.Popen] = {}
+        for name in sorted({p for p in self.program_of.values() if p}):
+            self._procs[name] = subprocess.Popen(
+                [sys.executable, "-c", _CHILD, PROGRAMS[name]], env=env, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True,
+            )
+
+    def results(self) -> dict[str, dict[str, Any]]:
+        """patch id -> {program, imports, state, reason, error} in a fresh interpreter running that program."""
+        outputs: dict[str, dict[str, Any]] = {}
+        for name, proc in self._procs.items():
+            try:
+                out, err = proc.communicate(timeout=self.timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, err = proc.communicate()
+                outputs[name] = {"error": f"the program took over {self.timeout:.0f} s", "states": {}}
+                continue
+            try:
+                outputs[name] = json.loads(out.strip().splitlines()[-1])
+            except (ValueError, IndexError):
+                outputs[name] = {"error": f"the interpreter failed (exit {proc.returncode}): "
+                                          f"{err.strip().splitlines()[-1:] or ''}", "states": {}}
+        records: dict[str, dict[str, Any]] = {}
+        for pid, name in self.program_of.items():
+            if name is None:
+                records[pid] = {"program": None, "imports": None, "state": None, "reason": "no user program known",
+                                "error": None}
+                continue
+            got = outputs[name]
+            state, reason = got["states"].get(pid, [None, "the program's interpreter does not know this patch"])
+            records[pid] = {"program": name, "imports": PROGRAMS[name], "state": state, "reason": reason,
+                            "error": got["error"]}
+        return records

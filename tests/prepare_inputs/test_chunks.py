@@ -1,0 +1,70 @@
+"""Issue 10 item 3: a chunk fed after a cached prefix keeps every token the caller says is new.
+
+A cache holds a 3-token prefix (a system prompt, an earlier turn); the caller feeds the next 10 tokens through
+``prepare_inputs_for_generation`` and ``forward``. The logits of the chunk must equal those positions of a
+no-cache forward over all 13 tokens. What tells the method that the 10 ids are new: ``cache_position``
+``arange(3, 13)``, ``position_ids`` ``arange(3, 13)``, a mask over cache + chunk (13 columns), or nothing (the
+ambiguous call: transformers' own contract decides, docs/prepare-inputs.md).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from prepare_inputs_models import model_of, release, skip_known_limit, with_and_without
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+STATED = ("cache_position", "position_ids", "mask-over-cache-and-chunk")
+
+
+@pytest.mark.parametrize("how", STATED)
+@pytest.mark.parametrize("arch", ["llama", "gpt2", "phi3", "bloom", "opt"])
+def test_chunk_after_cached_prefix_is_fed_whole(arch, how):
+    import torch
+
+    from hf_genfix.oracles.decode import chunk_after_cache, check_chunk_after_cache
+
+    model = model_of(arch)
+    skip_known_limit(arch, "chunk")
+    check_chunk_after_cache(model, how)
+    plain, patched = with_and_without(lambda: chunk_after_cache(model, how))
+    if not isinstance(plain, str) and plain[0].shape == plain[1].shape and (plain[0] - plain[1]).abs().max() <= 1e-4:
+        assert torch.equal(plain[0], patched[0]), "upstream is right here: hf_genfix must give the identical logits"
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2"])
+def test_ambiguous_chunk_follows_transformers_contract(arch):
+    # 10 ids after 3 cached positions, no mask, no positions, no cache_position: nothing says whether they are the
+    # whole sequence or new tokens. From 5.3 transformers' contract is "already sliced" (all new, right here);
+    # before, there is none and the call goes on unchanged: the same result or the same exception as upstream.
+    import torch
+    from packaging.version import Version
+
+    from hf_genfix.oracles.decode import chunk_after_cache, check_chunk_after_cache
+
+    model = model_of(arch)
+    if release() >= Version("5.3"):
+        check_chunk_after_cache(model, "nothing")
+    plain, patched = with_and_without(lambda: chunk_after_cache(model, "nothing"))
+    if isinstance(plain, str) or isinstance(patched, str):
+        assert plain == patched
+    else:
+        assert torch.equal(plain[0], patched[0])
+
+
+def test_ambiguous_call_is_logged_at_debug_level(caplog):
+    import logging
+
+    from packaging.version import Version
+
+    from hf_genfix.oracles.decode import chunk_after_cache
+
+    model = model_of("llama")
+    with caplog.at_level(logging.DEBUG, logger="hf_genfix"):
+        with_and_without(lambda: chunk_after_cache(model, "nothing"))
+    said = [r for r in caplog.records if r.name == "hf_genfix" and "no mask, positions or cache_position" in r.message]
+    assert said and all(r.levelno == logging.DEBUG for r in said)
+    expected = "taken as new tokens" if release() >= Version("5.3") else "passed on unchanged"
+    assert expected in said[0].message

@@ -1,0 +1,228 @@
+"""Every patch is installed by the smallest user program that meets its defect (issue 10, item 1).
+
+A patch is decided once all its target modules are imported. A target in a module the user's program never
+imports (``pad-token`` once waited for ``transformers.data.data_collator`` in inference programs) leaves the
+patch ``pending`` while the defect hits. So, for every manifest in patches/ (new ones are covered automatically
+and fail until ``PROGRAMS`` names their program), the program runs in a fresh interpreter with only the imports
+a user writes (``import hf_genfix, transformers`` and the classes the program names) and the patch must end:
+
+- ``applied`` where the installed release is inside its range; the program's own checks of the defect pass;
+- decided (``forced``, or ``drift`` where the release lacks what the fix needs) outside its range, run with
+  ``HF_GENFIX_<ID>=on``: the same imports reach it on every release of the matrix, not only affected ones.
+
+The repos the programs load (tokenizer files, config.json, a tiny checkpoint) are written by this process
+beforehand; the child never imports hf_genfix's oracles.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import run_python
+
+pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from hf_genfix._config import env_name  # noqa: E402
+from hf_genfix._manifest import load_dir  # noqa: E402
+from hf_genfix._registry import in_range  # noqa: E402
+
+PATCHES = Path(__file__).resolve().parents[1] / "patches"
+MANIFESTS = {m.id: m for m in load_dir(PATCHES)}
+
+# -- the programs: code run after ``import hf_genfix, transformers``; REPO is the folder the setup wrote --------
+TOKENIZER = """
+from transformers import AutoTokenizer
+tok = AutoTokenizer.from_pretrained(REPO + "/llama3")
+if applied("pad-token"):
+    tok(["hello world", "the fox"], padding=True)
+    assert tok.pad_token == tok.eos_token, tok.pad_token
+side = AutoTokenizer.from_pretrained(REPO + "/mistral-tok").padding_side
+if applied("padding-side"):
+    assert side == "left", side
+"""
+
+PIPELINE = """
+from transformers import pipeline
+pipe = pipeline("text-generation", model=REPO + "/checkpoint")
+if applied("pad-token"):
+    assert pipe.tokenizer.pad_token == pipe.tokenizer.eos_token
+    pipe.tokenizer(["hello world", "the fox"], padding=True)
+pipe("hello world", max_new_tokens=2, do_sample=False)
+"""
+
+COLLATOR = """
+from transformers import AutoTokenizer, DataCollatorForLanguageModeling
+tok = AutoTokenizer.from_pretrained(REPO + "/llama3")
+rows = [tok(t)["input_ids"] + [tok.eos_token_id] for t in ("hello world, how are you", "the fox")]
+batch = DataCollatorForLanguageModeling(tokenizer=tok, mlm=False)(
+    [dict(input_ids=r, attention_mask=[1] * len(r)) for r in rows])
+if applied("pad-token-collator") and applied("pad-token"):
+    real = batch["attention_mask"].bool() & (batch["input_ids"] == tok.eos_token_id)
+    assert (batch["labels"][real] == tok.eos_token_id).all(), batch["labels"]
+"""
+
+
+def _generate(folder: str, model_class: str = "AutoModelForCausalLM", **generate: object) -> str:
+    return f"""
+import torch
+from transformers import AutoConfig, {model_class}
+config = AutoConfig.from_pretrained(REPO + "/{folder}")
+model = {model_class + ".from_config" if model_class.startswith("Auto") else model_class}(config).eval()
+ids = torch.tensor([[3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]])
+model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sample=False, **{generate!r})
+"""
+
+
+# patch id -> the programs that meet its defect (names of PROGRAM_CODE). A patch missing here fails its test.
+PROGRAMS: dict[str, tuple[str, ...]] = {
+    "pad-token": ("tokenizer", "pipeline"),
+    "pad-token-collator": ("collator",),
+    "padding-side": ("tokenizer",),
+    "right-padding": ("llama",),
+    "prepare-inputs": ("llama",),
+    "legacy-cache": ("llama",),
+    "prepare-inputs-logits-to-keep": ("phi3",),
+    "sliding-window-draft-keys": ("mistral-assisted",),
+    "sliding-window-dynamic-full": ("mistral-assisted",),
+    "sliding-window-rollback-cache": ("mistral-assisted",),
+    "sliding-window-hybrid-cache": ("gemma2-sliding-cache",),
+    "sliding-window-prefill-chunks": ("mistral-prefill-chunks",),
+    "sliding-window-static-chunk": ("mistral-static",),
+    "sliding-window-kv-shared-zero": ("gemma4-text",),
+    "sliding-window-image-index-gemma3": ("gemma3-vlm",),
+    "sliding-window-image-mask-gemma3": ("gemma3-vlm",),
+    "sliding-window-image-static-gemma3": ("gemma3-vlm",),
+    "sliding-window-image-mask-gemma4": ("gemma4-vlm",),
+    "sliding-window-image-static-gemma4": ("gemma4-vlm",),
+}
+
+PROGRAM_CODE: dict[str, str] = {
+    "tokenizer": TOKENIZER,
+    "pipeline": PIPELINE,
+    "collator": COLLATOR,
+    "llama": _generate("llama"),
+    "phi3": _generate("phi3"),
+    "mistral-assisted": """
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM
+config = AutoConfig.from_pretrained(REPO + "/mistral")
+model = AutoModelForCausalLM.from_config(config).eval()
+ids = torch.tensor([[3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]])
+model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sample=False,
+               assistant_model=AutoModelForCausalLM.from_config(config).eval())
+""",
+    "gemma2-sliding-cache": _generate("gemma2", cache_implementation="sliding_window"),
+    "mistral-prefill-chunks": _generate("mistral", prefill_chunk_size=4),
+    "mistral-static": _generate("mistral", cache_implementation="static"),
+    "gemma4-text": _generate("gemma4"),
+    "gemma3-vlm": _generate("gemma3-vlm", "Gemma3ForConditionalGeneration"),
+    "gemma4-vlm": _generate("gemma4-vlm", "Gemma4ForConditionalGeneration"),
+}
+
+CHILD = """
+import json, sys
+import hf_genfix, transformers
+REPO = {repo!r}
+def applied(pid):
+    return next(s for s in hf_genfix.status() if s.id == pid).state == "applied"
+error = None
+try:
+{body}
+except Exception as exc:
+    error = f"{{type(exc).__name__}}: {{exc}}"
+print(json.dumps({{"error": error, "states": {{s.id: [s.state, s.reason] for s in hf_genfix.status()}}}}))
+"""
+
+
+def _write_repos(root: Path) -> dict[str, str]:
+    """Write what the programs load; returns folder -> why it could not be written (model type missing)."""
+    from hf_genfix.oracles import ProbeSkipped
+    from hf_genfix.oracles.sliding import MODELS, WINDOW
+    from hf_genfix.oracles.sliding_static import tiny_gemma3_vlm, tiny_gemma4_vlm
+    from hf_genfix.oracles.tiny import tiny_config, tiny_model
+    from hf_genfix.oracles.tokenizers import special_ids, write_repo
+
+    write_repo("llama3", root / "llama3")
+    write_repo("mistral", root / "mistral-tok")
+    write_repo("llama3", root / "checkpoint")
+    tiny_model("llama", **special_ids("llama3")).save_pretrained(root / "checkpoint")
+    missing: dict[str, str] = {}
+    configs = {
+        "llama": lambda: tiny_config("llama"),
+        "phi3": lambda: tiny_config("phi3"),
+        "mistral": lambda: tiny_config("mistral", sliding_window=WINDOW),
+        "gemma2": lambda: tiny_config(MODELS["gemma2"][0], sliding_window=WINDOW, **MODELS["gemma2"][1]),
+        "gemma4": lambda: tiny_config(MODELS["gemma4"][0], sliding_window=WINDOW, **MODELS["gemma4"][1]),
+        "gemma3-vlm": lambda: tiny_gemma3_vlm().config,
+        "gemma4-vlm": lambda: tiny_gemma4_vlm().config,
+    }
+    for folder, make in configs.items():
+        try:
+            make().save_pretrained(root / folder)
+        except ProbeSkipped as exc:
+            missing[folder] = str(exc)
+    return missing
+
+
+def _program_folder(name: str) -> str | None:
+    for folder in ("llama", "phi3", "mistral", "gemma2", "gemma4-vlm", "gemma3-vlm", "gemma4"):
+        if f'"/{folder}"' in PROGRAM_CODE[name]:
+            return folder
+    return None
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("reachability")
+    missing = _write_repos(root)
+    version = transformers.__version__
+    results: dict[str, dict] = {}
+
+    def run(name: str) -> dict:
+        if name not in results:
+            folder = _program_folder(name)
+            if folder in missing:
+                results[name] = {"skip": missing[folder]}
+                return results[name]
+            # Outside its range, a patch reached by this program is forced: its state then still says whether
+            # the program's imports reach it on this release.
+            forced = {env_name(pid): "on" for pid, names in PROGRAMS.items()
+                      if name in names and not in_range(MANIFESTS[pid].affected, version)}
+            body = "\n".join("    " + line for line in PROGRAM_CODE[name].splitlines())
+            proc = run_python(CHILD.format(body=body, repo=str(root)), env=dict(forced, OMP_NUM_THREADS="1"))
+            assert proc.returncode == 0, proc.stderr[-4000:]
+            results[name] = dict(json.loads(proc.stdout.strip().splitlines()[-1]), forced=sorted(forced))
+        return results[name]
+
+    return run
+
+
+def test_every_patch_has_a_program():
+    assert set(PROGRAMS) == set(MANIFESTS), (
+        "tests/test_patch_reachability.py: PROGRAMS must name the smallest user program that meets each "
+        f"patch's defect; missing: {sorted(set(MANIFESTS) - set(PROGRAMS))}, "
+        f"unknown: {sorted(set(PROGRAMS) - set(MANIFESTS))}"
+    )
+
+
+@pytest.mark.parametrize("patch_id", sorted(MANIFESTS))
+def test_the_smallest_program_gets_the_patch(patch_id, programs):
+    if patch_id not in PROGRAMS:
+        pytest.fail(f"no program for {patch_id!r} in PROGRAMS (tests/test_patch_reachability.py)")
+    manifest = MANIFESTS[patch_id]
+    affected = in_range(manifest.affected, transformers.__version__)
+    for name in PROGRAMS[patch_id]:
+        result = programs(name)
+        if "skip" in result:
+            assert not affected, f"{patch_id}: program {name!r} cannot be set up: {result['skip']}"
+            continue
+        state, reason = result["states"][patch_id]
+        if affected:
+            assert result["error"] is None, f"program {name!r}: {result['error']}"
+            assert state == "applied", f"{patch_id} after program {name!r}: {state} ({reason})"
+        else:
+            assert state in ("forced", "drift"), f"{patch_id} (forced) after program {name!r}: {state} ({reason})"
