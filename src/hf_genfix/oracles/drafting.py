@@ -43,6 +43,18 @@ def drafter_cache_watch(drafter: Any) -> Iterator[list[tuple[int, int, int]]]:
         handle.remove()
 
 
+@contextmanager
+def forward_calls(model: Any) -> Iterator[list[int]]:
+    """Count the forwards of ``model`` while the block runs (the list holds one entry per call): a drafting check
+    whose drafter never ran proves nothing."""
+    calls: list[int] = []
+    handle = model.register_forward_pre_hook(lambda module, args: calls.append(1))
+    try:
+        yield calls
+    finally:
+        handle.remove()
+
+
 def check_drafter_cache(seen: Sequence[tuple[int, int, int]], what: str) -> dict[str, Any]:
     """Every recorded drafter forward had a cache of exactly the tokens before the fed ones."""
     if not seen:
