@@ -42,10 +42,12 @@ def test_mtp_decoding_matches_greedy(draft):
     assert calls, "the assistant never drafted"
 
 
-def test_the_constructor_keeps_its_signature():
-    candidate_generator = pytest.importorskip("transformers.generation.candidate_generator")
-    cls = getattr(candidate_generator, "SinglePositionMultiTokenCandidateGenerator", None)
-    if cls is None:
-        pytest.skip("this release has no SinglePositionMultiTokenCandidateGenerator (Gemma-4 MTP)")
-    params = inspect.signature(cls.__init__).parameters
-    assert {"assistant_model", "generation_config", "input_ids", "model_kwargs"} <= set(params)
+def test_the_wrapped_constructor_keeps_its_signature():
+    import hf_genfix
+
+    if next(s for s in hf_genfix.status() if s.id == "drafting-mtp-init").state != "applied":
+        pytest.skip("drafting-mtp-init is not applied on this release (measured: only 5.18.0 and 5.19.0 need it)")
+    from transformers.generation.candidate_generator import SinglePositionMultiTokenCandidateGenerator as cls
+
+    assert inspect.signature(cls.__init__) == inspect.signature(cls.__init__.__wrapped__)
+    assert {"input_ids", "model_kwargs"} <= set(inspect.signature(cls.__init__).parameters)
