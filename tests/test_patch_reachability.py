@@ -87,6 +87,9 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "legacy-cache": ("llama",),
     "prepare-inputs-logits-to-keep": ("phi3",),
     "sliding-window-draft-keys": ("mistral-assisted",),
+    "drafting-cache-crop": ("mistral-assisted",),
+    "drafting-mtp-init": ("mistral-assisted",),  # the generator class lives in candidate_generator, as above
+    "model-rwkv-batch": ("rwkv",),
     "sliding-window-dynamic-full": ("mistral-assisted",),
     "sliding-window-rollback-cache": ("mistral-assisted",),
     "sliding-window-hybrid-cache": ("gemma2-sliding-cache",),
@@ -119,6 +122,7 @@ model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sa
     "mistral-prefill-chunks": _generate("mistral", prefill_chunk_size=4),
     "mistral-static": _generate("mistral", cache_implementation="static"),
     "gemma4-text": _generate("gemma4"),
+    "rwkv": _generate("rwkv", "RwkvForCausalLM"),
     "gemma3-vlm": _generate("gemma3-vlm", "Gemma3ForConditionalGeneration"),
     "gemma4-vlm": _generate("gemma4-vlm", "Gemma4ForConditionalGeneration"),
 }
@@ -154,6 +158,7 @@ def _write_repos(root: Path) -> dict[str, str]:
     configs = {
         "llama": lambda: tiny_config("llama"),
         "phi3": lambda: tiny_config("phi3"),
+        "rwkv": lambda: tiny_config("rwkv"),
         "mistral": lambda: tiny_config("mistral", sliding_window=WINDOW),
         "gemma2": lambda: tiny_config(MODELS["gemma2"][0], sliding_window=WINDOW, **MODELS["gemma2"][1]),
         "gemma4": lambda: tiny_config(MODELS["gemma4"][0], sliding_window=WINDOW, **MODELS["gemma4"][1]),
@@ -169,7 +174,7 @@ def _write_repos(root: Path) -> dict[str, str]:
 
 
 def _program_folder(name: str) -> str | None:
-    for folder in ("llama", "phi3", "mistral", "gemma2", "gemma4-vlm", "gemma3-vlm", "gemma4"):
+    for folder in ("llama", "phi3", "rwkv", "mistral", "gemma2", "gemma4-vlm", "gemma3-vlm", "gemma4"):
         if f'"/{folder}"' in PROGRAM_CODE[name]:
             return folder
     return None

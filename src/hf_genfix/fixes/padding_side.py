@@ -40,7 +40,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import weakref
 from typing import Any
 
 from ._tokenizer_load import repo_of, tokenizer_config
@@ -51,7 +50,9 @@ SAVE_PRETRAINED = "transformers.tokenization_utils_base:PreTrainedTokenizerBase.
 
 # Tokenizers whose side this patch chose, and the directories they were saved to in this process:
 # realpath -> (padding side when saved, the tokenizer_config.json written).
-_corrected: "weakref.WeakSet[Any]" = weakref.WeakSet()
+# A tokenizer whose side this patch chose carries this attribute: an attribute, not a set of objects, because
+# copies must carry it too (pad-token saves a deepcopy of the tokenizer, without the pad token it assigned).
+_MARK = "_hf_genfix_padding_side_chosen"
 _saved: dict[str, tuple[str, bytes]] = {}
 _saved_lock = threading.Lock()
 
@@ -80,7 +81,7 @@ def _from_pretrained(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> 
         return tokenizer
     side = getattr(named, "padding_side", None) if named is not None else saved
     if side in ("left", "right"):
-        _corrected.add(tokenizer)
+        setattr(tokenizer, _MARK, True)
     if side in ("left", "right") and side != tokenizer.padding_side:
         log.info(
             "hf_genfix padding-side: %s loaded as %s (padding side %r) although %s: using %r",
@@ -97,7 +98,7 @@ def _from_pretrained(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> 
 
 def _save_pretrained(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     files = wrapped(*args, **kwargs)
-    if instance in _corrected:
+    if getattr(instance, _MARK, False):
         try:
             directory = os.fspath(args[0] if args else kwargs["save_directory"])
             config = _config_bytes(directory, kwargs.get("filename_prefix"))

@@ -29,6 +29,7 @@ PROGRAMS: dict[str, str] = {
     "causal-lm": "from transformers import LlamaForCausalLM",
     "phi3": "from transformers import Phi3ForCausalLM",
     "gpt-neox": "from transformers import GPTNeoXForCausalLM",
+    "rwkv": "from transformers import RwkvForCausalLM",
     "gemma3-vlm": "from transformers import Gemma3ForConditionalGeneration",
     "gemma4-vlm": "from transformers import Gemma4ForConditionalGeneration",
 }
@@ -47,6 +48,7 @@ BY_ID: dict[str, str] = {
     "pad-token-collator": "collator",
     "prepare-inputs-logits-to-keep": "phi3",
     "decoding-gpt-neox-static-cache": "gpt-neox",
+    "model-rwkv-batch": "rwkv",
     "sliding-window-image-index-gemma3": "gemma3-vlm",
     "sliding-window-image-mask-gemma3": "gemma3-vlm",
     "sliding-window-image-static-gemma3": "gemma3-vlm",
