@@ -183,6 +183,8 @@ def test_new_scenarios_pass_on_llama_without_hf_genfix(make_registry):
         assert verdicts.pop("left-padded-chunked-prefill") == "skipped"
     elif release < Version("5.3"):  # huggingface/transformers#43082: chunk positions ignore the padding
         assert verdicts.pop("left-padded-chunked-prefill") in ("unknown", "known")
+    if Version("5.15") <= release < Version("5.16"):  # the drafter's cache is cropped wrong (drafting-cache-crop)
+        assert verdicts.pop("assisted-4-tokens") in ("unknown", "known")
     assert set(verdicts.values()) == {"pass"}, verdicts
 
 
