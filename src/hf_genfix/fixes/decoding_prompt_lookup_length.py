@@ -1,0 +1,58 @@
+"""decoding-prompt-lookup-length: prompt-lookup decoding returns more than ``max_new_tokens`` new tokens.
+
+The defect. ``PromptLookupCandidateGenerator.get_candidates`` copies up to ``prompt_lookup_num_tokens`` tokens
+that followed an earlier occurrence of the last n-gram, and caps them with ``min(end, input_length,
+max_length)`` -- bounds on where the copied span ends in the sequence, not on how many new tokens are left. Near
+the end of the budget the candidates run past ``max_length``; when the model accepts them all, the assisted
+decoding loop keeps them and adds its own token, so ``generate()`` returns up to ``prompt_lookup_num_tokens``
+tokens too many: the first ``max_new_tokens`` are plain greedy's, then extra ones (41 for 40 on a tiny Falcon,
+46 for 40 on a tiny Llama; every architecture, whenever the look-up matches late in the run). Its own comment
+says "Don't generate more than `max_length - 1` candidates", which only its early return for one token left
+implements. Measured on every release run with prompt lookup, 4.40.2 to 5.24.0; not fixed upstream.
+
+Detection. A tiny Llama, a 12-token prompt whose greedy continuation repeats itself, prompt lookup with 10-token
+candidates, 40 new tokens: tokens against plain greedy's (``oracles.sliding.check_same_as_greedy``).
+
+Correction. ``get_candidates`` is wrapped: the candidates it returns are cut to ``max_length - 1 -
+input_length`` new tokens (the target model adds one more), so a fully accepted draft ends exactly at
+``max_length``. The tokens kept are the ones upstream keeps (greedy's); only those past the budget go.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .sliding_window_image_mask import bound_arguments
+
+CANDIDATES = "transformers.generation.candidate_generator:PromptLookupCandidateGenerator.get_candidates"
+
+
+def install(patcher: Any) -> None:
+    patcher.require(CANDIDATES, "input_ids")
+    patcher.wrap(CANDIDATES, _get_candidates)
+
+
+def _get_candidates(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+    result = wrapped(*args, **kwargs)
+    input_ids = bound_arguments(wrapped, args, kwargs).get("input_ids")
+    max_length = getattr(instance, "max_length", None)
+    if not isinstance(result, tuple) or not result or input_ids is None or not isinstance(max_length, int):
+        return result
+    candidates, length = result[0], input_ids.shape[-1]
+    room = max(max_length - 1 - length, 0)
+    if candidates.shape[-1] - length <= room:
+        return result
+    if room == 0:
+        # What upstream returns when it has no candidate: decoding goes on one token at a time.
+        return (input_ids,) + tuple(None for _ in result[1:])
+    extra = tuple(None if logits is None else logits[:, :room] for logits in result[1:])
+    return (candidates[:, : length + room],) + extra
+
+
+def probe() -> dict:
+    from hf_genfix.oracles import tiny_model
+    from hf_genfix.oracles.sliding import check_same_as_greedy, prompts
+
+    model = tiny_model("llama")
+    return check_same_as_greedy(model, prompts(12, seed=1)[0], 40,
+                                "prompt lookup (10-token candidates), 12 + 40 tokens", prompt_lookup_num_tokens=10)
