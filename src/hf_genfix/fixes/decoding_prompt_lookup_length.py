@@ -11,7 +11,8 @@ says "Don't generate more than `max_length - 1` candidates", which only its earl
 implements. Measured on every release run with prompt lookup, 4.40.2 to 5.24.0; not fixed upstream.
 
 Detection. A tiny Llama, a 12-token prompt whose greedy continuation repeats itself, prompt lookup with 10-token
-candidates, 40 new tokens: tokens against plain greedy's (``oracles.sliding.check_same_as_greedy``).
+candidates, 40 new tokens: exactly plain greedy's 40 tokens. (Tokens only: up to 4.44 assisted decoding returns
+one 3-D logits entry per round, not per token, which is no per-step oracle.)
 
 Correction. ``get_candidates`` is wrapped: the candidates it returns are cut to ``max_length - 1 -
 input_length`` new tokens (the target model adds one more), so a fully accepted draft ends exactly at
@@ -50,9 +51,25 @@ def _get_candidates(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> A
 
 
 def probe() -> dict:
-    from hf_genfix.oracles import tiny_model
-    from hf_genfix.oracles.sliding import check_same_as_greedy, prompts
+    import torch
+
+    from hf_genfix.oracles import DefectObserved, tiny_model
+    from hf_genfix.oracles.sliding import prompts
 
     model = tiny_model("llama")
-    return check_same_as_greedy(model, prompts(12, seed=1)[0], 40,
-                                "prompt lookup (10-token candidates), 12 + 40 tokens", prompt_lookup_num_tokens=10)
+    ids = torch.tensor(prompts(12, seed=1))
+    # eos 120: never produced by this greedy run, so both runs go to max_new_tokens (and no eos-less look-up).
+    common = dict(attention_mask=torch.ones_like(ids), max_new_tokens=40, do_sample=False, pad_token_id=0,
+                  eos_token_id=120)
+    with torch.no_grad():
+        greedy = model.generate(ids, **common)[0, ids.shape[1]:].tolist()
+        looked = model.generate(ids, prompt_lookup_num_tokens=10, **common)[0, ids.shape[1]:].tolist()
+    what = "prompt lookup (10-token candidates), 12 + 40 tokens"
+    if len(greedy) != 40:
+        raise RuntimeError(f"plain greedy stopped after {len(greedy)} tokens: the probe's eos choice is wrong")
+    if looked[:40] != greedy:
+        raise DefectObserved(f"{what}: tokens differ from plain greedy")
+    if len(looked) != 40:
+        raise DefectObserved(f"{what}: {len(looked)} new tokens for max_new_tokens=40 (the first 40 are plain "
+                             f"greedy's)", tokens=len(looked))
+    return {"tokens": len(looked)}

@@ -9,7 +9,7 @@ forwarded afterwards. So Gemma-4's ``create_masks_for_generate`` gets ``mm_token
 purely causal masks: the image tokens of the prompt no longer see their block both ways on the sliding layers,
 and the logits equal a causal-only forward (0.036 - 0.043 off at the first new token on the tiny model, 1.3 on a
 larger one). The dynamic cache builds its mask inside the model and is right. Measured wrong on 5.6.0 - 5.22.2
-(every minor release run); on 5.5.0 the same call first raises ``IndexError: list index out of range`` (the static
+(5.6, 5.9 - 5.14, 5.16 - 5.20 and 5.22 run); on 5.5.0 the same call first raises ``IndexError: list index out of range`` (the static
 cache has no layers when ``num_kv_shared_layers=0``, fixed here by sliding-window-kv-shared-zero, after which
 this defect shows). 5.23.0 moves ``mm_token_type_ids`` into the model inputs before building the mask.
 
@@ -19,7 +19,7 @@ against the no-cache forward given ``SlidingWindowPolicy``'s masks (``oracles.sl
 
 Correction. ``Gemma4ForConditionalGeneration.prepare_inputs_for_generation`` is wrapped: when the release built
 a 4-D mask for a compileable cache and this step's inputs contain image tokens (prefill), the mask is built again
-with the call 5.23 makes -- the model's own ``create_masks_for_generate`` with the same arguments plus
+with the call 5.23 makes (the 2-D mask, or None: 5.18+ drops an all-ones mask) -- the model's own ``create_masks_for_generate`` with the same arguments plus
 ``mm_token_type_ids`` cut to the step's tokens. Every mask helper the other Gemma-4 image patches correct
 (sliding-window-image-mask-gemma4, sliding-window-image-static-gemma4) is reached through that call, so they
 stack. Decoding steps (no image token among the inputs) and dynamic caches are left as they are.
@@ -50,8 +50,7 @@ def _prepare_inputs(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> A
     built = inputs.get("attention_mask")
     if (
         not isinstance(types, torch.Tensor)
-        or not isinstance(mask, torch.Tensor)
-        or mask.dim() != 2
+        or (mask is not None and (not isinstance(mask, torch.Tensor) or mask.dim() != 2))  # 5.18+: None if all ones
         or not getattr(cache, "is_compileable", False)
         or built is None
         or (isinstance(built, torch.Tensor) and built.dim() == 2)  # the release did not build one: nothing lost
