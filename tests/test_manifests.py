@@ -23,7 +23,7 @@ def _callable(ref: str):
 def test_manifest_fix_and_probe_exist(manifest):
     assert callable(_callable(manifest.fix))
     assert callable(_callable(manifest.probe))
-    assert manifest.family in ("padding", "prepare-inputs", "sliding-window")
+    assert manifest.family in ("padding", "prepare-inputs", "sliding-window", "decoding")
     assert manifest.evidence["scenario"] and manifest.evidence["observed"]
 
 
@@ -34,6 +34,7 @@ def test_patch_ids_cover_the_issues():
     assert sliding and all(pid.startswith("sliding-window-") for pid in sliding)
     assert all(pid.startswith("prepare-inputs") or pid == "legacy-cache"
                for pid in (m.id for m in MANIFESTS if m.family == "prepare-inputs"))
+    assert all(m.id.startswith("decoding-") for m in MANIFESTS if m.family == "decoding")
 
 
 GOOD = dict(id="x-y", summary="s", family="padding", targets=["m:A.b"], affected=">=1.0",

@@ -15,28 +15,15 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 import hf_genfix  # noqa: E402
-from hf_genfix.oracles import DefectObserved, ProbeSkipped, tiny_model  # noqa: E402
+from hf_genfix.oracles import DefectObserved, tiny_model  # noqa: E402
 from hf_genfix.oracles.generation import check_rows_against_reference, generate_steps, left_pad  # noqa: E402
 from hf_genfix.oracles.sliding import prompts  # noqa: E402
-
-_models: dict = {}
-
 
 @pytest.fixture(autouse=True)
 def patches_decided():
     from hf_genfix.cli import load_targets
 
     load_targets()
-
-
-def model_of(arch: str, **overrides):
-    key = (arch, tuple(sorted(overrides.items())))
-    if key not in _models:
-        try:
-            _models[key] = tiny_model(arch, **overrides)
-        except ProbeSkipped as exc:
-            pytest.skip(str(exc))
-    return _models[key]
 
 
 def _applied(pid: str) -> bool:
@@ -67,7 +54,7 @@ LATE_MATCHES = [("llama", 0, 40), ("llama", 1, 40), ("falcon", 1, 20), ("falcon"
 
 @pytest.mark.parametrize("arch, seed, new_tokens", LATE_MATCHES)
 def test_prompt_lookup_gives_greedys_tokens_and_no_more(arch, seed, new_tokens):
-    model = model_of(arch)
+    model = tiny_model(arch)
     greedy, looked = _lookup_vs_greedy(model, prompts(12, seed=seed)[0], new_tokens)
     assert len(greedy) == new_tokens and looked == greedy
 
@@ -75,7 +62,7 @@ def test_prompt_lookup_gives_greedys_tokens_and_no_more(arch, seed, new_tokens):
 def test_prompt_lookup_length_patch_is_what_makes_it_right():
     if not _applied("decoding-prompt-lookup-length"):
         pytest.skip("decoding-prompt-lookup-length does not apply to this release")
-    model = model_of("llama")
+    model = tiny_model("llama")
     row = prompts(12, seed=1)[0]
     with hf_genfix.disabled("decoding-prompt-lookup-length"):
         greedy, looked = _lookup_vs_greedy(model, row, 40)
@@ -85,7 +72,7 @@ def test_prompt_lookup_length_patch_is_what_makes_it_right():
 @pytest.mark.parametrize("arch", ["llama", "falcon", "gpt2"])
 @pytest.mark.parametrize("lookup", [2, 5])
 def test_prompt_lookup_without_eos(arch, lookup):
-    model = model_of(arch)
+    model = tiny_model(arch)
     row = prompts(12, seed=3)[0]
     row = row + row[:6] + row
     greedy, looked = _lookup_vs_greedy(model, row, 12, eos=None, lookup=lookup)
@@ -99,7 +86,7 @@ def test_prompt_lookup_without_eos(arch, lookup):
 @pytest.mark.parametrize("attn", ["eager", "sdpa"])
 @pytest.mark.parametrize("rows", [(10,), (10, 6, 3)])
 def test_gpt_neox_static_cache(attn, rows):
-    model = model_of("gpt_neox", attn_implementation=attn)
+    model = tiny_model("gpt_neox", attn_implementation=attn)
     if not getattr(model, "_supports_static_cache", True):
         pytest.skip("GPT-NeoX refuses static caches before 4.45 (measured: 4.44.2)")
     texts = prompts(*rows)

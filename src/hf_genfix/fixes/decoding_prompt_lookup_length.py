@@ -8,7 +8,8 @@ decoding loop keeps them and adds its own token, so ``generate()`` returns up to
 tokens too many: the first ``max_new_tokens`` are plain greedy's, then extra ones (41 for 40 on a tiny Falcon,
 46 for 40 on a tiny Llama; every architecture, whenever the look-up matches late in the run). Its own comment
 says "Don't generate more than `max_length - 1` candidates", which only its early return for one token left
-implements. Measured on every release run with prompt lookup, 4.40.2 to 5.24.0; not fixed upstream.
+implements. Measured on 4.40.2 (the earliest run) to 5.13.0. 5.14.0 cuts the accepted tokens to the budget in
+``_assisted_decoding`` (for MTP drafts, which are never capped); the look-up still drafts past it there.
 
 Detection. A tiny Llama, a 12-token prompt whose greedy continuation repeats itself, prompt lookup with 10-token
 candidates, 40 new tokens: exactly plain greedy's 40 tokens. (Tokens only: up to 4.44 assisted decoding returns
