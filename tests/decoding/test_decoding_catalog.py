@@ -97,7 +97,12 @@ def test_gpt_neox_static_cache(attn, rows):
                              cache_implementation="static")
         return check_rows_against_reference(model, texts, out, f"gpt_neox/{attn} static cache", eos_token_id=[])
 
-    run()
+    try:
+        run()
+    except ValueError as exc:
+        if "cache_implementation" not in str(exc):
+            raise
+        pytest.skip(f"GPT-NeoX refuses static caches before 4.45 (measured: 4.40.2, 4.44.2): {exc}")
     if _applied("decoding-gpt-neox-static-cache") and attn == "eager":
         with hf_genfix.disabled("decoding-gpt-neox-static-cache"):
             with pytest.raises((RuntimeError, DefectObserved)):
