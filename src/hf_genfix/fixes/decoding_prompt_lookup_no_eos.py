@@ -4,8 +4,8 @@ The defect. ``PromptLookupCandidateGenerator.get_candidates`` cuts its candidate
 ``isin(candidates, self.eos_token_id)``, and ``generate()`` builds the generator with the config's eos tensor --
 ``None`` when the model has no eos or the caller passes ``eos_token_id=None`` (a common way to make a run go to
 ``max_new_tokens``). ``torch.isin`` does not take ``None``: ``TypeError: isin() received an invalid combination
-of arguments - got (Tensor, NoneType)`` as soon as a look-up finds a match. Measured on 4.44.0 - 5.12.1; up to 4.43 the look-up had no eos cut,
-and 5.13.0 guards it with ``if self.eos_token_id is not None``.
+of arguments - got (Tensor, NoneType)`` as soon as a look-up finds a match. Measured on 4.44.0 - 5.12.1; up to
+4.43 the look-up had no eos cut, and 5.13.0 guards it with ``if self.eos_token_id is not None``.
 
 Detection. A tiny Llama, a prompt that repeats itself (so the look-up matches), ``prompt_lookup_num_tokens=3``,
 ``eos_token_id=None``, 8 new tokens: the run must complete with plain greedy's tokens.
@@ -33,7 +33,9 @@ def _get_candidate_generator(wrapped: Any, instance: Any, args: tuple, kwargs: d
     import torch
 
     generator = wrapped(*args, **kwargs)
-    if type(generator).__name__ != "PromptLookupCandidateGenerator" or getattr(generator, "eos_token_id", 0) is not None:
+    if type(generator).__name__ != "PromptLookupCandidateGenerator":
+        return generator
+    if getattr(generator, "eos_token_id", 0) is not None:
         return generator
     input_ids = bound_arguments(wrapped, args, kwargs).get("input_ids")
     device = input_ids.device if isinstance(input_ids, torch.Tensor) else None
