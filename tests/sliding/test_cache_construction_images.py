@@ -1,6 +1,6 @@
 """Gemma-3 / Gemma-4 with an image block longer than the sliding window, on the installed release (patches
 sliding-window-image-mask-* up to 5.12, sliding-window-image-static-* on 5.13-5.16 and
-sliding-window-image-generate-static-gemma4 on 5.5-5.22).
+sliding-window-image-generate-static-gemma4 on 5.5-5.22, -gemma3 on 4.53).
 
 Tiny multimodal models (one-layer vision towers, window 8, images of 16 soft tokens) and prompts
 ``bos, text, boi, 16 image tokens, eoi, text``; the oracle is the forward given the masks written out by
@@ -41,14 +41,6 @@ def vlm(name: str, attn: str):
     return _models[key]
 
 
-def skip_gemma3_static_generate_453(name: str) -> None:
-    """4.53.3 only: generate() with a static cache hands Gemma-3 purely causal masks, without the image blocks
-    (0.016-0.11 off at the first token, with or without hf_genfix); 4.54 is right. The same class of defect as
-    Gemma-4's on 5.5-5.22 (patched: sliding-window-image-generate-static-gemma4); reported, not patched."""
-    if name == "gemma3" and not at_least("4.54.0"):
-        pytest.skip("4.53: Gemma-3 generate() with a static cache drops the image mask (reported, unpatched)")
-
-
 def skip_gemma3_continuation_before_457(name: str) -> None:
     """4.53-4.56: a cached Gemma-3 forward of several new tokens with token_type_ids raises ``IndexError: index 32
     is out of bounds for dimension 1 with size 6`` (the image mask indexes the new tokens' ids by absolute
@@ -71,8 +63,6 @@ def test_prompt_forward_keeps_the_image_inside_the_window(name, attn, rows):
 @pytest.mark.parametrize("name, attn, rows", CASES, ids=IDS)
 @pytest.mark.parametrize("cache", ["dynamic", "static"])
 def test_generation_after_an_image_prompt(name, attn, rows, cache):
-    if cache == "static":
-        skip_gemma3_static_generate_453(name)
     m = vlm(name, attn)
     _, inputs = ss.image_prompt(m, rows)
     kwargs = {"cache_implementation": "static"} if cache == "static" else {}
