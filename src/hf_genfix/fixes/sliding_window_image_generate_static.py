@@ -21,11 +21,11 @@ Detection. A tiny Gemma-4 with a one-layer vision tower and ``use_bidirectional_
 a 16-token image block (window 8), greedy ``generate(cache_implementation="static")``: every step's logits against
 the no-cache forward given ``SlidingWindowPolicy``'s masks (``oracles.sliding_static``).
 
-Correction. ``Gemma4ForConditionalGeneration.prepare_inputs_for_generation`` (Gemma-3's on 4.53) is wrapped: when the release built a
-4-D mask for a compileable cache and this step's inputs contain image tokens (prefill), the mask is built again with
-the call 5.23 (4.54) makes (on the 2-D mask, or None: 5.18+ drops an all-ones mask) -- the model's own
-``create_masks_for_generate`` with the same arguments plus ``mm_token_type_ids`` cut to the step's tokens. Every
-mask helper the other Gemma-4 image patches correct (sliding-window-image-mask-gemma4,
+Correction. ``Gemma4ForConditionalGeneration.prepare_inputs_for_generation`` (Gemma-3's on 4.53) is wrapped: when
+the release built a 4-D mask for a compileable cache and this step's inputs contain image tokens (prefill), the mask
+is built again with the call 5.23 (4.54) makes (on the 2-D mask, or None: 5.18+ drops an all-ones mask) -- the
+model's own ``create_masks_for_generate`` with the same arguments plus ``mm_token_type_ids`` cut to the step's
+tokens. Every mask helper the other Gemma-4 image patches correct (sliding-window-image-mask-gemma4,
 sliding-window-image-static-gemma4) is reached through that call, so they stack. Decoding steps (no image token
 among the inputs) and dynamic caches are left as they are.
 """
@@ -66,8 +66,8 @@ def _prepare_inputs_gemma3(wrapped: Any, instance: Any, args: tuple, kwargs: dic
         # 4.53's signature: input_embeds (2-D is enough, as upstream passes it), cache_position.
         return instance.create_masks_for_generate(
             config=instance.config, input_embeds=step["empty"].new_empty(step["empty"].shape[:2]),
-            attention_mask=step["mask"], cache_position=step["inputs"].get("cache_position"), past_key_values=step["cache"],
-            position_ids=step["inputs"].get("position_ids"), token_type_ids=step["types"],
+            attention_mask=step["mask"], cache_position=step["inputs"].get("cache_position"),
+            past_key_values=step["cache"], position_ids=step["inputs"].get("position_ids"), token_type_ids=step["types"],
         )
 
     return _with_image_masks(wrapped, instance, args, kwargs, "token_type_ids", masks)
