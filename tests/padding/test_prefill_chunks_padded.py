@@ -33,15 +33,12 @@ def _installed() -> bool:
 
 
 def _run(model, rows, chunk):
-    import torch
-
-    from transformers import CompileConfig
+    from hf_genfix.fixes.padding_prefill_chunks import uncompiled
 
     ids, mask = left_pad(rows)
-    # 4.51 torch.compiles the chunk loop's forward unconditionally (minutes on CPU); positions do not depend on it.
-    with torch._dynamo.config.patch(disable=True):
+    with uncompiled() as no_compile:  # 4.51 compiles the chunk loop unconditionally (minutes on CPU)
         run = generate_steps(model, ids, mask, max_new_tokens=6, pad_token_id=0, eos_token_id=None,
-                             prefill_chunk_size=chunk, compile_config=CompileConfig(fullgraph=False))
+                             prefill_chunk_size=chunk, **no_compile)
     return check_rows_against_reference(model, rows, run, f"chunks of {chunk}", eos_token_id=[])
 
 

@@ -25,8 +25,9 @@ compiles it, and the same returned ``model_kwargs``. Without padding (or without
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from typing import Any
+from typing import Any, Iterator
 
 CHUNKING = "transformers.generation.utils:GenerationMixin._prefill_chunking"
 
@@ -92,9 +93,21 @@ def chunk_loop(model: Any, input_ids: Any, config: Any, model_kwargs: dict, posi
     return model_kwargs
 
 
-def probe() -> dict:
-    import torch
+@contextlib.contextmanager
+def uncompiled() -> Iterator[dict]:
+    """``generate()`` arguments (and a context) that run chunked prefill uncompiled.
 
+    4.51's chunk loop always torch.compiles the forward (minutes on CPU, for a probe of a second); positions do
+    not depend on it. Without fullgraph, which refuses a frame dynamo was told to skip.
+    """
+    import torch
+    from transformers import CompileConfig
+
+    with torch._dynamo.config.patch(disable=True):
+        yield {"compile_config": CompileConfig(fullgraph=False)}
+
+
+def probe() -> dict:
     from hf_genfix.oracles import ProbeSkipped, tiny_model
     from hf_genfix.oracles.generation import check_rows_against_reference, generate_steps, left_pad
     from hf_genfix.oracles.sliding import prompts
@@ -103,19 +116,15 @@ def probe() -> dict:
 
     if not hasattr(GenerationConfig(), "prefill_chunk_size"):
         raise ProbeSkipped("generate() has no prefill_chunk_size on this release")
-    from transformers import CompileConfig
-
     rows = prompts(13, 5, 9)
     ids, mask = left_pad(rows)
     figures: dict = {"max_logit_diff": 0.0, "models": 0}
     for model_type in ("llama", "gpt2"):
         model = tiny_model(model_type)
         try:
-            # 4.51's chunk loop always torch.compiles the forward (minutes on CPU); the positions do not depend
-            # on it, so the probe runs it uncompiled (and without fullgraph, which refuses an uncompiled frame).
-            with torch._dynamo.config.patch(disable=True):
+            with uncompiled() as no_compile:
                 run = generate_steps(model, ids, mask, max_new_tokens=6, pad_token_id=0, eos_token_id=None,
-                                     prefill_chunk_size=4, compile_config=CompileConfig(fullgraph=False))
+                                     prefill_chunk_size=4, **no_compile)
         except ValueError as exc:
             # 4.51 gives GPT-2 no default cache, and the chunk loop refuses to run without one.
             if model_type == "llama" or "without a cache" not in str(exc):

@@ -67,7 +67,8 @@ def _prepare_inputs_gemma3(wrapped: Any, instance: Any, args: tuple, kwargs: dic
         return instance.create_masks_for_generate(
             config=instance.config, input_embeds=step["empty"].new_empty(step["empty"].shape[:2]),
             attention_mask=step["mask"], cache_position=step["inputs"].get("cache_position"),
-            past_key_values=step["cache"], position_ids=step["inputs"].get("position_ids"), token_type_ids=step["types"],
+            past_key_values=step["cache"], position_ids=step["inputs"].get("position_ids"),
+            token_type_ids=step["types"],
         )
 
     return _with_image_masks(wrapped, instance, args, kwargs, "token_type_ids", masks)

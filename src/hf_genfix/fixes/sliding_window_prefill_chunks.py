@@ -110,10 +110,14 @@ def probe() -> dict:
         from hf_genfix.oracles import ProbeSkipped
 
         raise ProbeSkipped("generate() has no prefill_chunk_size on this release")
+    from .padding_prefill_chunks import uncompiled
+
     model = sliding_model("mistral")
     try:
-        return check_past_window(model, prompts(2 * WINDOW + 3), WINDOW + 4,
-                                 "chunked prefill (chunks of 5) past the window", prefill_chunk_size=5)
+        with uncompiled() as no_compile:
+            return check_past_window(model, prompts(2 * WINDOW + 3), WINDOW + 4,
+                                     "chunked prefill (chunks of 5) past the window", prefill_chunk_size=5,
+                                     **no_compile)
     except (ValueError, IndexError) as exc:
         if "prefill chunking" not in str(exc) and "out of bounds" not in str(exc):
             raise
