@@ -23,7 +23,7 @@ def _callable(ref: str):
 def test_manifest_fix_and_probe_exist(manifest):
     assert callable(_callable(manifest.fix))
     assert callable(_callable(manifest.probe))
-    assert manifest.family in ("padding", "prepare-inputs", "sliding-window", "drafting", "model")
+    assert manifest.family in ("padding", "prepare-inputs", "sliding-window", "decoding", "drafting", "model")
     assert manifest.evidence["scenario"] and manifest.evidence["observed"]
 
 
@@ -34,7 +34,7 @@ def test_patch_ids_cover_the_issues():
     assert sliding and all(pid.startswith("sliding-window-") for pid in sliding)
     assert all(pid.startswith("prepare-inputs") or pid == "legacy-cache"
                for pid in (m.id for m in MANIFESTS if m.family == "prepare-inputs"))
-    for family in ("drafting", "model"):
+    for family in ("decoding", "drafting", "model"):
         assert all(m.id.startswith(family + "-") for m in MANIFESTS if m.family == family)
 
 

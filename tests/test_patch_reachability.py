@@ -90,6 +90,12 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "drafting-cache-crop": ("mistral-assisted",),
     "drafting-mtp-init": ("mistral-assisted",),  # the generator class lives in candidate_generator, as above
     "model-rwkv-batch": ("rwkv",),
+    "padding-prefill-chunks": ("mistral-prefill-chunks",),
+    "decoding-prompt-lookup-length": ("llama-prompt-lookup",),
+    "decoding-prompt-lookup-no-eos": ("llama-prompt-lookup",),
+    "decoding-gpt-neox-static-cache": ("gpt-neox-static",),
+    "sliding-window-image-generate-static-gemma3": ("gemma3-vlm",),
+    "sliding-window-image-generate-static-gemma4": ("gemma4-vlm",),
     "sliding-window-dynamic-full": ("mistral-assisted",),
     "sliding-window-rollback-cache": ("mistral-assisted",),
     "sliding-window-hybrid-cache": ("gemma2-sliding-cache",),
@@ -123,6 +129,8 @@ model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sa
     "mistral-static": _generate("mistral", cache_implementation="static"),
     "gemma4-text": _generate("gemma4"),
     "rwkv": _generate("rwkv", "RwkvForCausalLM"),
+    "llama-prompt-lookup": _generate("llama", prompt_lookup_num_tokens=3),
+    "gpt-neox-static": _generate("gpt-neox", cache_implementation="static"),
     "gemma3-vlm": _generate("gemma3-vlm", "Gemma3ForConditionalGeneration"),
     "gemma4-vlm": _generate("gemma4-vlm", "Gemma4ForConditionalGeneration"),
 }
@@ -159,6 +167,7 @@ def _write_repos(root: Path) -> dict[str, str]:
         "llama": lambda: tiny_config("llama"),
         "phi3": lambda: tiny_config("phi3"),
         "rwkv": lambda: tiny_config("rwkv"),
+        "gpt-neox": lambda: tiny_config("gpt_neox", attn_implementation="eager"),
         "mistral": lambda: tiny_config("mistral", sliding_window=WINDOW),
         "gemma2": lambda: tiny_config(MODELS["gemma2"][0], sliding_window=WINDOW, **MODELS["gemma2"][1]),
         "gemma4": lambda: tiny_config(MODELS["gemma4"][0], sliding_window=WINDOW, **MODELS["gemma4"][1]),
@@ -174,7 +183,7 @@ def _write_repos(root: Path) -> dict[str, str]:
 
 
 def _program_folder(name: str) -> str | None:
-    for folder in ("llama", "phi3", "rwkv", "mistral", "gemma2", "gemma4-vlm", "gemma3-vlm", "gemma4"):
+    for folder in ("llama", "phi3", "rwkv", "gpt-neox", "mistral", "gemma2", "gemma4-vlm", "gemma3-vlm", "gemma4"):
         if f'"/{folder}"' in PROGRAM_CODE[name]:
             return folder
     return None

@@ -22,7 +22,7 @@ class ManifestError(ValueError):
 
 _REQUIRED = ("id", "summary", "family", "targets", "affected", "fix", "probe", "evidence")
 _OPTIONAL = ("fixed_upstream", "sweep")
-_FAMILIES = ("padding", "prepare-inputs", "sliding-window", "drafting", "model", "test")
+_FAMILIES = ("padding", "prepare-inputs", "sliding-window", "decoding", "drafting", "model", "test")
 _ID = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")

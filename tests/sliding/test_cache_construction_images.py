@@ -1,5 +1,6 @@
 """Gemma-3 / Gemma-4 with an image block longer than the sliding window, on the installed release (patches
-sliding-window-image-mask-* up to 5.12 and sliding-window-image-static-* on 5.13-5.16).
+sliding-window-image-mask-* up to 5.12, sliding-window-image-static-* on 5.13-5.16 and
+sliding-window-image-generate-static-gemma4 on 5.5-5.22, -gemma3 on 4.53).
 
 Tiny multimodal models (one-layer vision towers, window 8, images of 16 soft tokens) and prompts
 ``bos, text, boi, 16 image tokens, eoi, text``; the oracle is the forward given the masks written out by
@@ -40,23 +41,6 @@ def vlm(name: str, attn: str):
     return _models[key]
 
 
-def skip_gemma4_static_generate(name: str) -> None:
-    """Gemma-4 + generate() + a static cache: the 4-D masks generate builds for compileable caches are made before
-    ``mm_token_type_ids`` reaches the model inputs, so the image block is causal (logit diff 0.036-0.043 at the
-    first token) on 5.5, 5.11, 5.12, 5.13, 5.14, 5.15, 5.16, 5.17, 5.18; right on 5.23 and 5.24. Not in issue 5's
-    list: reported, not patched."""
-    if name == "gemma4" and not at_least("5.23.0"):
-        pytest.skip("Gemma-4 generate() with a static cache drops the image mask before 5.23 (reported, unpatched)")
-
-
-def skip_gemma3_static_generate_453(name: str) -> None:
-    """4.53.3 only: generate() with a static cache hands Gemma-3 purely causal masks, without the image blocks
-    (0.016-0.11 off at the first token, with or without hf_genfix); 4.54 is right. The same class of defect as
-    Gemma-4's above; not in issue 5's list: reported, not patched."""
-    if name == "gemma3" and not at_least("4.54.0"):
-        pytest.skip("4.53: Gemma-3 generate() with a static cache drops the image mask (reported, unpatched)")
-
-
 def skip_gemma3_continuation_before_457(name: str) -> None:
     """4.53-4.56: a cached Gemma-3 forward of several new tokens with token_type_ids raises ``IndexError: index 32
     is out of bounds for dimension 1 with size 6`` (the image mask indexes the new tokens' ids by absolute
@@ -79,9 +63,6 @@ def test_prompt_forward_keeps_the_image_inside_the_window(name, attn, rows):
 @pytest.mark.parametrize("name, attn, rows", CASES, ids=IDS)
 @pytest.mark.parametrize("cache", ["dynamic", "static"])
 def test_generation_after_an_image_prompt(name, attn, rows, cache):
-    if cache == "static":
-        skip_gemma4_static_generate(name)
-        skip_gemma3_static_generate_453(name)
     m = vlm(name, attn)
     _, inputs = ss.image_prompt(m, rows)
     kwargs = {"cache_implementation": "static"} if cache == "static" else {}

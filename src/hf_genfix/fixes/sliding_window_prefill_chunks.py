@@ -9,7 +9,9 @@ the whole prompt through the chunk loop and returns the last chunk's logits, but
   is out of bounds``, every architecture); with a dynamic cache the sliding-window mask is shifted by one, so
   sliding models are silently wrong from the second new token on (full-attention layers do not notice);
 - 5.0.0 builds no cache unless ``cache_implementation`` is set, so the loop refuses to start: "Cannot use prefill
-  chunking without a cache";
+  chunking without a cache" (every architecture). With this patch the first prefix goes through the unchunked
+  ``_prefill``, whose forward creates the default cache, so chunked prefill runs there and is right -- the
+  exception becomes the correct answer, never a wrong one;
 - 5.2.0 prepares ``position_ids`` for the whole prompt in generate(), and the loop hands them to every chunk
   unsliced, so every chunk gets the last chunk's positions: wrong from the first new token, every architecture.
 
@@ -18,9 +20,11 @@ default, dynamic and static caches); 5.3.0 rewrote the loop and passes. 4.x is n
 static sliding layer has its own defect with multi-token steps).
 
 Detection. A tiny Mistral (every layer sliding, window 8), a 19-token prompt, chunks of 5, 12 new tokens: every
-step's logits against a no-cache forward of the final sequence. Batch 1 on purpose: on 4.53 - 4.57 the chunk loop
-gives every row the positions of an unpadded row, so a left-padded batch is wrong there on every architecture --
-a padding defect of the 4.x loop, not this one.
+step's logits against a no-cache forward of the final sequence. Batch 1 on purpose: on 4.51 - 4.57 the chunk loop
+(``_prefill_chunking``) gives every row the positions of an unpadded row, so a left-padded batch is wrong there on
+every architecture -- a padding defect of the 4.x loop, patched by padding-prefill-chunks. Left-padded batches
+on 5.0 - 5.2 are covered here (measured with padding-prefill-chunks' probe: 5.0.0 ValueError, 5.1.0 right,
+5.2.0 wrong without this patch; right with it).
 
 Correction. ``GenerationMixin._prefill`` is wrapped: when ``prefill_chunk_size`` is set (and the prompt is token
 ids with a 2-D mask and a cache, what the upstream loop handles), the prompt is prefilled by the release's own
@@ -110,10 +114,14 @@ def probe() -> dict:
         from hf_genfix.oracles import ProbeSkipped
 
         raise ProbeSkipped("generate() has no prefill_chunk_size on this release")
+    from .padding_prefill_chunks import uncompiled
+
     model = sliding_model("mistral")
     try:
-        return check_past_window(model, prompts(2 * WINDOW + 3), WINDOW + 4,
-                                 "chunked prefill (chunks of 5) past the window", prefill_chunk_size=5)
+        with uncompiled() as no_compile:
+            return check_past_window(model, prompts(2 * WINDOW + 3), WINDOW + 4,
+                                     "chunked prefill (chunks of 5) past the window", prefill_chunk_size=5,
+                                     **no_compile)
     except (ValueError, IndexError) as exc:
         if "prefill chunking" not in str(exc) and "out of bounds" not in str(exc):
             raise

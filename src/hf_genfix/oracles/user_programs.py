@@ -52,6 +52,8 @@ BY_ID: dict[str, str] = {
     "sliding-window-image-index-gemma3": "gemma3-vlm",
     "sliding-window-image-mask-gemma3": "gemma3-vlm",
     "sliding-window-image-static-gemma3": "gemma3-vlm",
+    "sliding-window-image-generate-static-gemma3": "gemma3-vlm",
+    "sliding-window-image-generate-static-gemma4": "gemma4-vlm",
     "sliding-window-image-mask-gemma4": "gemma4-vlm",
     "sliding-window-image-static-gemma4": "gemma4-vlm",
 }
