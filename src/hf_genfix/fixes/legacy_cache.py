@@ -93,6 +93,42 @@ class LegacyCacheView(wrapt.ObjectProxy):
     def to_legacy_cache(self) -> tuple:
         return tuple(self[i] for i in range(len(self)))
 
+    # 4.36 - 4.55 kept the states in two lists, which old attention code reads (``key_cache[layer_idx]``).
+    @property
+    def key_cache(self) -> list:
+        return self._states("key_cache", 0)
+
+    @property
+    def value_cache(self) -> list:
+        return self._states("value_cache", 1)
+
+    def _states(self, name: str, which: int) -> list:
+        real = self.__wrapped__
+        if getattr(real, "layers", None) is None:
+            return getattr(real, name)
+        return [self[i][which] for i in range(len(self))]
+
+
+def legacy_tuples(cache: Any) -> tuple | None:
+    """``cache`` as the 4.3x tuple of per-layer ``(key, value)``; None while it holds nothing (as 4.3x passed)."""
+    if cache_length(cache) == 0:
+        return None
+    return LegacyCacheView(cache).to_legacy_cache()
+
+
+def tuple_style(cls: type) -> bool:
+    """Remote code written before the Cache classes (4.35 and earlier): its module never imports one, and it
+    indexes ``past_key_values[layer][0]`` as tensors and returns per-layer tuples."""
+    from ._remote_code import is_remote, module_globals
+
+    if not is_remote(cls):
+        return False
+    try:
+        from transformers.cache_utils import Cache
+    except ImportError:  # pragma: no cover - every release measured has it
+        return True
+    return not any(isinstance(v, type) and issubclass(v, Cache) for v in module_globals(cls).values())
+
 
 def install(patcher: Any) -> None:
     generic = patcher.require(GENERIC)
@@ -108,6 +144,15 @@ def install(patcher: Any) -> None:
             real = kwargs.pop("cache", None)
         if real is None or isinstance(real, (tuple, list)) or isinstance(real, LegacyCacheView):
             return wrapped(*args, **kwargs)
+        if tuple_style(type(instance)):
+            # Tuple-era code (InternLM2, ChatGLM3) reads past_key_values[0][0].shape: it gets what 4.3x passed,
+            # None before the first forward and the tuples after; forward gets the real cache back
+            # (remote-code-cache-api translates it there).
+            legacy = kwargs["past_key_values"] = legacy_tuples(real)
+            inputs = wrapped(*args, **kwargs)
+            if isinstance(inputs, dict) and inputs.get("past_key_values") is legacy:
+                inputs["past_key_values"] = real
+            return _for_forward(inputs, instance)
         kwargs["past_key_values"] = LegacyCacheView(real)
         return _for_forward(wrapped(*args, **kwargs), instance)
 
