@@ -5,8 +5,8 @@ Remote code is what ``trust_remote_code=True`` loads: transformers executes a re
 ``transformers.dynamic_module_utils.get_class_in_module`` (every release measured, 4.40 - 5.24). The patches
 that bring back a removed name wrap that function: while it executes a remote module, the names are served
 (a module through a ``sys.meta_path`` finder, an attribute set on its module), and afterwards they are gone
-again, so that nothing but the remote module that imported them sees them. A restored module that remote code
-imported stays in ``sys.modules`` (the remote module holds it, and a later import inside a function finds it).
+again (also from ``sys.modules``), so that nothing but the remote module that imported them sees them. Remote
+code that imports a removed name only later, inside a function, is not served.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def __init__(self, modules: Mapping[str, Callable[[], Any]]):
         self.modules = dict(modules)
+        self.served: list[Any] = []
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         if fullname not in self.modules:
@@ -45,7 +46,9 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return importlib.machinery.ModuleSpec(fullname, self)
 
     def create_module(self, spec: Any) -> Any:
-        return self.modules[spec.name]()
+        module = self.modules[spec.name]()
+        self.served.append(module)
+        return module
 
     def exec_module(self, module: Any) -> None:
         return None
@@ -79,8 +82,21 @@ def restoring(modules: Mapping[str, Callable[[], Any]] | None = None,
                         delattr(module, attr)
                 if finder is not None:
                     sys.meta_path.remove(finder)
+                    for module in finder.served:
+                        _forget(module)
 
     return wrapper
+
+
+def _forget(module: Any) -> None:
+    """Take a served module out of ``sys.modules`` and off its parent package (the import system put it on both)."""
+    name = module.__name__
+    if sys.modules.get(name) is module:
+        del sys.modules[name]
+    parent_name, _, child = name.rpartition(".")
+    parent = sys.modules.get(parent_name)
+    if parent is not None and vars(parent).get(child) is module:
+        delattr(parent, child)
 
 
 def _exists(module_name: str) -> bool:
