@@ -858,10 +858,15 @@ def _config_json(family: str) -> dict[str, Any]:
 
 def write_family(family: str, directory: str | Path) -> Path:
     """Lay out the family's local remote-code repo in ``directory``."""
+    import uuid
+
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    # transformers caches remote modules by content hash: a fresh module (and classes created under the patches
+    # in place now) for every repo written, so that a probe never reuses classes of an earlier state.
+    stamp = f"# hf_genfix repo {uuid.uuid4().hex}\n"
     for name, text in sources(family).items():
-        (directory / name).write_text(text)
+        (directory / name).write_text(stamp + text)
     (directory / "config.json").write_text(json.dumps(_config_json(family), indent=1))
     return directory
 
