@@ -10,6 +10,7 @@ ones remote code calls.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch
@@ -24,6 +25,18 @@ __all__ = [
 ]
 
 
+# 5.0 - 5.23 warned on every use of the converter; the warning stays, saying what happened since.
+DEPRECATION_MESSAGE = (
+    "The attention mask API under `transformers.modeling_attn_mask_utils` (`AttentionMaskConverter`) was removed "
+    "in Transformers 5.24 (hf_genfix restores it for remote code). Please use the new API in "
+    "`transformers.masking_utils`."
+)
+
+
+def _deprecated() -> None:
+    warnings.warn(DEPRECATION_MESSAGE, FutureWarning, stacklevel=3)
+
+
 def _tracing(tensor: Any) -> bool:
     compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)()
     return bool(torch.jit.is_tracing() or isinstance(tensor, torch.fx.Proxy) or compiling)
@@ -36,6 +49,7 @@ class AttentionMaskConverter:
     sliding_window: int | None
 
     def __init__(self, is_causal: bool, sliding_window: int | None = None):
+        _deprecated()
         self.is_causal = is_causal
         self.sliding_window = sliding_window
         if sliding_window is not None and sliding_window <= 0:
@@ -73,20 +87,22 @@ class AttentionMaskConverter:
     @staticmethod
     def _make_causal_mask(input_ids_shape: Any, dtype: torch.dtype, device: Any,
                           past_key_values_length: int = 0, sliding_window: int | None = None) -> torch.Tensor:
+        _deprecated()
         bsz, tgt_len = input_ids_shape
         total = tgt_len + past_key_values_length
         rows = torch.arange(tgt_len, device=device)[:, None] + past_key_values_length
         cols = torch.arange(total, device=device)[None, :]
         hidden = cols > rows
         if sliding_window is not None:
-            # 4.36+ semantics: a query sees itself and the sliding_window - 1 positions before it.
-            hidden = hidden | (cols <= rows - sliding_window)
+            # As 4.40 - 5.23: a query sees itself and the sliding_window positions before it.
+            hidden = hidden | (cols <= rows - sliding_window - 1)
         mask = torch.zeros((tgt_len, total), dtype=dtype, device=device)
         mask = mask.masked_fill(hidden, torch.finfo(dtype).min)
         return mask[None, None].expand(bsz, 1, tgt_len, total)
 
     @staticmethod
     def _expand_mask(mask: torch.Tensor, dtype: torch.dtype, tgt_len: int | None = None) -> torch.Tensor:
+        _deprecated()
         bsz, src_len = mask.size()
         tgt_len = tgt_len if tgt_len is not None else src_len
         inverted = 1.0 - mask[:, None, None, :].expand(bsz, 1, tgt_len, src_len).to(dtype)
@@ -96,6 +112,7 @@ class AttentionMaskConverter:
     def _unmask_unattended(expanded_mask: torch.Tensor, min_dtype: float) -> torch.Tensor:
         # Rows that attend to nothing (left padding) attend to everything instead, so that memory-efficient
         # SDPA kernels do not produce NaN; those rows' outputs are never used.
+        _deprecated()
         if expanded_mask.dtype == torch.bool:
             raise ValueError("AttentionMaskConverter._unmask_unattended expects a float `expanded_mask`, got a "
                              "BoolTensor.")
