@@ -57,9 +57,69 @@ def test_without_hf_genfix_the_family_fails_exactly_where_measured(family, tmp_p
     with hf_genfix.disabled(*REMOTE_PATCHES):
         if in_range(FAILS_WITHOUT[family], transformers_version()):
             with pytest.raises(DefectObserved):
-                check_family(family, tmp_path)
-        else:
-            check_family(family, tmp_path)
+                check_family(family, tmp_path / "off")
+            return
+        without = check_family(family, tmp_path / "off")
+    # Differential: where upstream runs the model, hf_genfix gives the same tokens.
+    assert check_family(family, tmp_path / "on")["sequences"] == without["sequences"]
+
+
+MODERN_CONFIG = """
+from transformers import LlamaConfig
+
+
+class ModernConfig(LlamaConfig):
+    model_type = "modern"
+"""
+
+MODERN_MODELING = """
+from transformers import LlamaForCausalLM
+from transformers.cache_utils import Cache
+
+from .configuration_modern import ModernConfig
+
+
+class ModernForCausalLM(LlamaForCausalLM):
+    config_class = ModernConfig
+
+    def forward(self, input_ids=None, **kwargs):
+        cache = kwargs.get("past_key_values", kwargs.get("cache"))
+        assert cache is None or isinstance(cache, Cache)
+        return super().forward(input_ids=input_ids, **kwargs)
+"""
+
+
+def test_remote_code_written_for_this_release_is_untouched(tmp_path):
+    """A remote model that uses only the installed release's API generates bit-identically with and without
+    hf_genfix, and its forward receives the real cache object."""
+    import json
+
+    import torch
+
+    import hf_genfix
+    from hf_genfix.oracles.decode import DEFAULT_ROWS
+    from hf_genfix.oracles.generation import generate_steps, left_pad
+    from hf_genfix.oracles.legacy import load_remote_model
+    from hf_genfix.oracles.tiny import tiny_config
+
+    (tmp_path / "configuration_modern.py").write_text(MODERN_CONFIG)
+    (tmp_path / "modeling_modern.py").write_text(MODERN_MODELING)
+    config = {k: v for k, v in tiny_config("llama").to_dict().items() if not k.startswith("_")}
+    config.update(model_type="modern", architectures=["ModernForCausalLM"],
+                  auto_map={"AutoConfig": "configuration_modern.ModernConfig",
+                            "AutoModelForCausalLM": "modeling_modern.ModernForCausalLM"})
+    (tmp_path / "config.json").write_text(json.dumps(config, default=str))
+    model = load_remote_model(tmp_path)
+    seen = []
+    model.register_forward_pre_hook(
+        lambda m, a, k: seen.append(type(k.get("past_key_values", k.get("cache")))), with_kwargs=True)
+    ids, mask = left_pad(DEFAULT_ROWS)
+    on = generate_steps(model, ids, mask, max_new_tokens=4, pad_token_id=0)
+    with hf_genfix.disabled():
+        off = generate_steps(model, ids, mask, max_new_tokens=4, pad_token_id=0)
+    assert torch.equal(on.sequences, off.sequences)
+    assert all(torch.equal(a, b) for a, b in zip(on.step_logits, off.step_logits))
+    assert all("LegacyCacheView" not in t.__name__ for t in seen), seen
 
 
 def test_remote_patches_exist():

@@ -104,3 +104,21 @@ def test_head_mask_as_in_4_57():
     assert get_head_mask(model, None, 3) == [None, None, None]
     assert get_head_mask(model, torch.ones(4), 3).shape == (3, 1, 4, 1, 1)
     assert get_head_mask(model, torch.ones(3, 4), 3).shape == (3, 1, 4, 1, 1)
+
+
+def test_check_generation_names_the_removed_api_a_remote_model_uses(tmp_path):
+    from hf_genfix.fixes._remote_code import removed_api
+    from hf_genfix.oracles.legacy_models import load_family, write_family
+    from hf_genfix.testing import check_generation
+
+    model = load_family(write_family("phi3", tmp_path / "phi3"))
+    found = {what: patch for what, _, patch in removed_api(type(model))}
+    assert "Cache.get_usable_length()" in found and "DynamicCache.from_legacy_cache()" in found
+    assert "transformers.modeling_attn_mask_utils" in found and 'config.rope_scaling["type"]' in found
+    report = check_generation(model, checks=["cache"], patches="off", max_new_tokens=3)
+    from hf_genfix._registry import in_range, transformers_version
+
+    if in_range(">=4.49.0", transformers_version()):  # without hf_genfix the model crashes there
+        (result,) = report.checks
+        assert not result.passed
+        assert "remote-code-cache-api" in result.message and "get_usable_length" in result.message

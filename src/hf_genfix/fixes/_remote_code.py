@@ -16,6 +16,7 @@ import importlib.machinery
 import importlib.util
 import sys
 import threading
+import weakref
 from typing import Any, Callable, Mapping
 
 REMOTE_PREFIX = "transformers_modules"
@@ -116,3 +117,75 @@ def _has(module: Any, attr: str) -> bool:
         return True
     except (AttributeError, ImportError, ModuleNotFoundError):
         return False
+
+
+# What old remote code uses that transformers removed or changed: (pattern in the module's source, what it is,
+# the release that removed or changed it, the hf_genfix patch that restores it). Read from the module's text, so
+# that a patch translates only for code that relies on the old API (and check_generation can say which).
+REMOVED_API: tuple[tuple[str, str, str, str], ...] = (
+    (r"\.get_usable_length\(", "Cache.get_usable_length()", "4.54.0", "remote-code-cache-api"),
+    (r"\.seen_tokens\b", "Cache.seen_tokens", "4.54.0", "remote-code-cache-api, legacy-cache"),
+    (r"\.get_max_length\(", "Cache.get_max_length() (4.40 meaning)", "4.49.0", "legacy-cache"),
+    (r"\.from_legacy_cache\(", "DynamicCache.from_legacy_cache()", "5.0.0", "remote-code-cache-api"),
+    (r"\.to_legacy_cache\(", "Cache.to_legacy_cache()", "5.0.0", "remote-code-cache-api"),
+    (r"\.(key|value)_cache\b", "Cache.key_cache / value_cache", "4.56.0", "remote-code-cache-api"),
+    (r"past_key_values\[0\]\[0\]", "tuple caches (past_key_values[0][0])", "4.56.0", "remote-code-cache-api"),
+    (r"modeling_attn_mask_utils", "transformers.modeling_attn_mask_utils", "5.24.0", "remote-code-attn-mask-utils"),
+    (r"\bis_torch_fx_available\b", "is_torch_fx_available", "5.0.0", "remote-code-removed-names"),
+    (r"\b(Disjunctive|Phrasal)Constraint\b|\bConstraintListState\b", "constrained beam search classes", "5.0.0",
+     "remote-code-removed-names"),
+    (r"standardize_cache_format", "_extract_past_from_model_output(standardize_cache_format=...)", "4.44.0",
+     "remote-code-extract-past"),
+    (r"\._extract_past_from_model_output\(", "_extract_past_from_model_output()", "4.49.0",
+     "remote-code-model-methods"),
+    (r"\.get_head_mask\(", "PreTrainedModel.get_head_mask()", "5.0.0", "remote-code-model-methods"),
+    (r"rope_scaling\[[\"']type[\"']\]", "config.rope_scaling[\"type\"]", "5.0.0", "remote-code-rope-scaling"),
+    (r"config\.max_length\b", "config.max_length (generation defaults on the config)", "5.0.0",
+     "remote-code-config-defaults"),
+)
+
+_SOURCES: dict[str, str] = {}
+_FOUND: "weakref.WeakKeyDictionary[type, list]" = weakref.WeakKeyDictionary()
+
+
+def module_source(cls: type) -> str:
+    """The text of the module that defined ``cls`` ('' when it cannot be read)."""
+    name = getattr(cls, "__module__", "") or ""
+    text = _SOURCES.get(name)
+    if text is None:
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None)
+        try:
+            with open(path, encoding="utf-8") as handle:  # type: ignore[arg-type]
+                text = handle.read()
+        except (OSError, TypeError):
+            text = ""
+        _SOURCES[name] = text
+    return text
+
+
+def removed_api(cls: type) -> list[tuple[str, str, str]]:
+    """(what, removed or changed in, restoring patch) for each old API the remote module of ``cls`` uses; for
+    the class and its remote bases (the configuration's module is read through ``config_class``)."""
+    import re
+
+    found = _FOUND.get(cls)
+    if found is not None:
+        return found
+    seen: dict[str, tuple[str, str, str]] = {}
+    classes = [c for c in getattr(cls, "__mro__", (cls,)) if is_remote(c)]
+    config_class = getattr(cls, "config_class", None)
+    if isinstance(config_class, type) and is_remote(config_class):
+        classes.append(config_class)
+    for text in dict.fromkeys(module_source(c) for c in classes):
+        for pattern, what, release, patch in REMOVED_API:
+            if what not in seen and re.search(pattern, text):
+                seen[what] = (what, release, patch)
+    found = _FOUND[cls] = list(seen.values())
+    return found
+
+
+def uses(cls: type, *whats: str) -> bool:
+    """Whether the remote module of ``cls`` uses any of the ``REMOVED_API`` entries named ``whats``."""
+    found = {what for what, _, _ in removed_api(cls)}
+    return any(w in found for w in whats)

@@ -117,17 +117,20 @@ def legacy_tuples(cache: Any) -> tuple | None:
 
 
 def tuple_style(cls: type) -> bool:
-    """Remote code written before the Cache classes (4.35 and earlier): its module never imports one, and it
-    indexes ``past_key_values[layer][0]`` as tensors and returns per-layer tuples."""
-    from ._remote_code import is_remote, module_globals
+    """Remote code written before the Cache classes (4.35 and earlier, InternLM2's first releases, ChatGLM3): its
+    module imports no Cache class and indexes ``past_key_values[0][0]`` as tensors."""
+    from ._remote_code import is_remote, module_globals, uses
 
-    if not is_remote(cls):
+    if not is_remote(cls) or not uses(cls, TUPLE_CACHES):
         return False
     try:
         from transformers.cache_utils import Cache
     except ImportError:  # pragma: no cover - every release measured has it
         return True
     return not any(isinstance(v, type) and issubclass(v, Cache) for v in module_globals(cls).values())
+
+
+TUPLE_CACHES = "tuple caches (past_key_values[0][0])"
 
 
 def install(patcher: Any) -> None:

@@ -18,7 +18,8 @@ Detection (``probe``): the tiny Phi-3-style remote repo must load and generate l
 each decode step feeding one token and the cache.
 
 Correction. ``forward`` of remote-code model classes (``transformers_modules.*``, wrapped as they are created)
-translates at the outermost call, and only the cache it was given:
+whose module uses one of those names (read from its source) translates at the outermost call, and only the
+cache it was given; code written for the current API is passed through untouched:
 
 - Cache-class code gets a ``LegacyCacheView`` of the real cache (the view of ``legacy-cache``: ``seen_tokens``,
   ``get_usable_length()``, ``get_max_length()`` with its 4.40 meaning, tuple indexing, ``key_cache``); where
@@ -37,12 +38,18 @@ from typing import Any
 
 from ..helpers.decode import cache_length, name_positional
 from ._prepare_inputs_family import _copied_on_load
-from ._remote_code import is_remote
+from ._remote_code import is_remote, uses
 from .legacy_cache import LegacyCacheView, legacy_tuples, tuple_style
 
 FORWARD = "transformers.modeling_utils:PreTrainedModel.forward"
 HOOK = "transformers.modeling_utils:PreTrainedModel"
 CACHE = "transformers.cache_utils:DynamicCache"
+# What cache-class code of 4.36 - 4.5x calls that the cache no longer has (_remote_code.REMOVED_API names).
+OLD_CACHE_API = (
+    "Cache.get_usable_length()", "Cache.seen_tokens", "Cache.get_max_length() (4.40 meaning)",
+    "DynamicCache.from_legacy_cache()", "Cache.to_legacy_cache()", "Cache.key_cache / value_cache",
+    "tuple caches (past_key_values[0][0])",
+)
 
 
 def install(patcher: Any) -> None:
@@ -62,6 +69,8 @@ def install(patcher: Any) -> None:
                 return wrapped(*args, **kwargs)
             kwargs["past_key_values"] = legacy_tuples(cache)
             return _tuples_into(wrapped(*args, **kwargs), cache)
+        if not uses(type(instance), *OLD_CACHE_API):
+            return wrapped(*args, **kwargs)  # code written for the current API: nothing to translate
         if not is_cache:
             if has_from_legacy or not _use_cache(instance, kwargs):
                 return wrapped(*args, **kwargs)
