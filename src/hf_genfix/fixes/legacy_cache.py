@@ -143,7 +143,9 @@ def install(patcher: Any) -> None:
             return wrapped(*args, **kwargs)
         args, kwargs = name_positional(wrapped, args, kwargs)
         real = kwargs.get("past_key_values")
-        if real is None and renamed:
+        if real is None and (renamed or "cache" in kwargs):
+            # 5.24 passes the cache as `cache=`; so do loops written for it, and so does the prepare-inputs
+            # patch's translation when it wraps outside this one (the nesting follows installation order).
             real = kwargs.pop("cache", None)
         if real is None or isinstance(real, (tuple, list)) or isinstance(real, LegacyCacheView):
             return wrapped(*args, **kwargs)
