@@ -3,7 +3,8 @@
 The defect. Remote configurations written before transformers needed ``num_hidden_layers`` name the depth their
 own way (ChatGLM3: ``num_layers``) and have no ``attribute_map``. From 4.56 ``generate()`` builds its
 ``DynamicCache`` from the configuration and reads ``config.num_hidden_layers``: ``AttributeError:
-'ChatGLMConfig' object has no attribute 'num_hidden_layers'`` (measured 4.56.2, 4.57.6; 4.53.3 gets past it).
+'ChatGLMConfig' object has no attribute 'num_hidden_layers'`` (measured 4.56.2, 4.57.6, 5.1.0 - 5.24.0; 4.53.3 and
+5.0.0 get past it).
 
 Detection (``probe``): the tiny ChatGLM3-style remote repo must generate like its no-cache reference.
 
