@@ -21,14 +21,15 @@ FAILS_WITHOUT = {
     "phi3": ">=4.49.0",
     "deepseek": ">=4.49.0",
     "minicpm": ">=4.49.0",
-    "internlm2": ">=4.56.0",
-    "chatglm3": ">=4.44.0",
+    "internlm2": ">=4.54.0",
+    "chatglm3": ">=4.42.0",
 }
 # Every patch these models rely on (legacy-cache: their 4.40-style prepare_inputs_for_generation).
 REMOTE_PATCHES = (
     "legacy-cache", "remote-code-cache-api", "remote-code-attn-mask-utils", "remote-code-removed-names",
     "remote-code-rope-scaling", "remote-code-model-methods", "remote-code-extract-past",
     "remote-code-config-defaults", "remote-code-num-hidden-layers", "remote-code-update-kwargs",
+    "remote-code-mask-warning",
 )
 
 
@@ -84,7 +85,7 @@ class ModernForCausalLM(LlamaForCausalLM):
 
     def forward(self, input_ids=None, **kwargs):
         cache = kwargs.get("past_key_values", kwargs.get("cache"))
-        assert cache is None or isinstance(cache, Cache)
+        self.cache_types = getattr(self, "cache_types", []) + [type(cache).__name__ if isinstance(cache, Cache) else None]
         return super().forward(input_ids=input_ids, **kwargs)
 """
 

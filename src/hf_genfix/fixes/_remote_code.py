@@ -134,7 +134,7 @@ REMOVED_API: tuple[tuple[str, str, str, str], ...] = (
     (r"\bis_torch_fx_available\b", "is_torch_fx_available", "5.0.0", "remote-code-removed-names"),
     (r"\b(Disjunctive|Phrasal)Constraint\b|\bConstraintListState\b", "constrained beam search classes", "5.0.0",
      "remote-code-removed-names"),
-    (r"standardize_cache_format", "_extract_past_from_model_output(standardize_cache_format=...)", "4.44.0",
+    (r"standardize_cache_format", "_extract_past_from_model_output(standardize_cache_format=...)", "4.42.0",
      "remote-code-extract-past"),
     (r"\._extract_past_from_model_output\(", "_extract_past_from_model_output()", "4.49.0",
      "remote-code-model-methods"),

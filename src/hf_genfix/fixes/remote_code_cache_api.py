@@ -7,12 +7,12 @@ allowed, and ``generate()`` now hands them a ``DynamicCache`` that no longer has
   ``past_key_values.get_usable_length(seq_len)`` in the model and ``past_key_value.get_usable_length(kv_len,
   layer_idx)`` in attention, ``seen_tokens``, ``key_cache`` / ``value_cache``, ``cache[i][0]``, and converts
   with ``DynamicCache.from_legacy_cache()`` / ``to_legacy_cache()``. Measured with the tiny families of
-  ``hf_genfix.oracles.legacy_models``: 4.46.3 - 4.53.3 pass; 4.54.0 removed ``get_usable_length`` and
-  ``seen_tokens`` (4.56.2 - 5.24.0: ``AttributeError: 'DynamicCache' object has no attribute
+  ``hf_genfix.oracles.legacy_models``: 4.40.2 - 4.53.3 pass; 4.54.0 removed ``get_usable_length`` and
+  ``seen_tokens`` (4.54.0 - 5.24.0: ``AttributeError: 'DynamicCache' object has no attribute
   'get_usable_length'``); 5.0.0 also removed ``from_legacy_cache`` / ``to_legacy_cache`` and ``cache[i]``.
 - Tuple-era code (InternLM2 first releases, ChatGLM3) indexes ``past_key_values[layer][0]`` as tensors and
-  returns per-layer ``(key, value)`` tuples. From 4.56 ``generate()`` hands it a pre-sized ``DynamicCache``
-  (``'NoneType' object has no attribute 'shape'`` on 4.56.2, 4.57.6, 5.3.0 .. 5.24.0).
+  returns per-layer ``(key, value)`` tuples. From 4.54 ``generate()`` hands it a ``DynamicCache`` it cannot index
+  (``'NoneType' object has no attribute 'shape'`` on 4.54.0 - 4.57.6, 5.1.0 - 5.24.0; 5.0.0 passes).
 
 Detection (``probe``): the tiny Phi-3-style remote repo must load and generate like its no-cache reference,
 each decode step feeding one token and the cache.

@@ -2,10 +2,12 @@
 
 The defect. ChatGLM3's remote code (and code copied from it) overrides ``_update_model_kwargs_for_generation``
 and calls ``self._extract_past_from_model_output(outputs, standardize_cache_format=standardize_cache_format)``,
-the 4.40 signature, which returned the cache. 4.44.0 - 4.48.3 keep the method without that parameter (and
-return ``(cache_name, cache)``): ``TypeError: GenerationMixin._extract_past_from_model_output() got an
-unexpected keyword argument 'standardize_cache_format'`` (measured 4.44.2, 4.45.2, 4.46.3; 4.40.2 passes; 4.49.0
-removed the method, see ``remote-code-model-methods``).
+the 4.40 - 4.41 signature, which returned the cache. 4.42 and 4.43 still take the parameter but return
+``(cache_name, cache)``, which the old code stores as the cache: ``AttributeError: 'str' object has no attribute
+'shape'`` (measured 4.43.4); 4.44.0 - 4.48.3 drop the parameter: ``TypeError:
+GenerationMixin._extract_past_from_model_output() got an unexpected keyword argument
+'standardize_cache_format'`` (measured 4.44.2, 4.46.3, 4.48.3). 4.40.2 passes; 4.49.0 removed the method (see
+``remote-code-model-methods``).
 
 Detection (``probe``): the tiny ChatGLM3-style remote repo must generate like its no-cache reference.
 
