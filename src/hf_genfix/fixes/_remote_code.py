@@ -29,6 +29,15 @@ def is_remote(cls: type) -> bool:
     return (getattr(cls, "__module__", "") or "").startswith(REMOTE_PREFIX)
 
 
+def called_from_remote_code(depth: int = 2) -> bool:
+    """Whether the nearest caller outside hf_genfix and wrapt (``depth`` frames up from the caller of this
+    function) is remote code."""
+    frame = sys._getframe(depth)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith(("hf_genfix.", "wrapt")):
+        frame = frame.f_back
+    return frame is not None and frame.f_globals.get("__name__", "").startswith(REMOTE_PREFIX)
+
+
 def module_globals(cls: type) -> Mapping[str, Any]:
     module = sys.modules.get(getattr(cls, "__module__", "") or "")
     return vars(module) if module is not None else {}

@@ -11,14 +11,16 @@ GenerationMixin._extract_past_from_model_output() got an unexpected keyword argu
 
 Detection (``probe``): the tiny ChatGLM3-style remote repo must generate like its no-cache reference.
 
-Correction. A call that passes ``standardize_cache_format`` gets the 4.40 behaviour (the cache, in the format
-the model returned it); calls without it are passed through untouched.
+Correction. A call from remote code that passes ``standardize_cache_format`` gets the 4.40 behaviour (the cache,
+in the format the model returned it); every other call (transformers' own, on 4.42 - 4.43 with the keyword too)
+is passed through untouched.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ._remote_code import called_from_remote_code
 from .remote_code_model_methods import extract_past_from_model_output
 
 TARGET = "transformers.generation.utils:GenerationMixin._extract_past_from_model_output"
@@ -28,7 +30,8 @@ def install(patcher: Any) -> None:
     patcher.require(TARGET, "outputs")
 
     def wrapper(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-        if "standardize_cache_format" not in kwargs or instance is None:
+        # 4.42 - 4.43's own _update_model_kwargs_for_generation passes the keyword too, and wants the pair.
+        if "standardize_cache_format" not in kwargs or instance is None or not called_from_remote_code():
             return wrapped(*args, **kwargs)
         return extract_past_from_model_output(instance, *args, **kwargs)
 

@@ -11,18 +11,25 @@ The defect. Remote-code models call methods their base classes had when they wer
 
 Detection (``probe``): the tiny ChatGLM3-style remote repo must load and generate like its no-cache reference.
 
-Correction. ``PreTrainedModel.__getattr__`` (``nn.Module``'s, which runs only when normal lookup fails) serves
-these names, bound, to instances of remote-code classes only, with the meaning of the last release that had
-them; any other failed lookup raises as before.
+Correction. While a remote-code class's own ``forward`` or ``_update_model_kwargs_for_generation`` runs (classes
+whose module calls these methods, read from its source), the methods it lacks are bound on the instance, with the
+meaning of the last release that had them, and taken off afterwards. Nothing is added to transformers' classes
+(an ``nn.Module.__getattr__`` hook would cost every model a few microseconds per submodule access).
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from ._remote_code import is_remote
+from ._prepare_inputs_family import _copied_on_load
+from ._remote_code import is_remote, uses
 
-TARGET = "transformers.modeling_utils:PreTrainedModel.__getattr__"
+UPDATE = "transformers.generation.utils:GenerationMixin._update_model_kwargs_for_generation"
+FORWARD = "transformers.modeling_utils:PreTrainedModel.forward"
+HOOK = "transformers.modeling_utils:PreTrainedModel"
+# _remote_code.REMOVED_API names of what these methods serve.
+USES = ("_extract_past_from_model_output()", "_extract_past_from_model_output(standardize_cache_format=...)",
+        "PreTrainedModel.get_head_mask()")
 _KEYS = ("past_key_values", "mems", "past_buckets_states", "cache_params")
 
 
@@ -67,17 +74,24 @@ RESTORED: dict[str, Callable] = {
 
 
 def install(patcher: Any) -> None:
-    def __getattr__(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+    def serving(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+        if instance is None:
+            return wrapped(*args, **kwargs)
+        own = vars(instance)
+        added = [n for n in RESTORED if n not in own and not hasattr(type(instance), n)]
+        for name in added:
+            own[name] = RESTORED[name].__get__(instance, type(instance))
         try:
             return wrapped(*args, **kwargs)
-        except AttributeError:
-            name = args[0] if args else kwargs.get("name")
-            method = RESTORED.get(name)
-            if method is None or instance is None or not is_remote(type(instance)):
-                raise
-            return method.__get__(instance, type(instance))
+        finally:
+            for name in added:
+                own.pop(name, None)
 
-    patcher.wrap(TARGET, __getattr__)
+    def old_code(cls: type) -> bool:
+        return is_remote(cls) and not _copied_on_load(cls) and uses(cls, *USES)
+
+    patcher.wrap_subclasses(UPDATE, serving, where=old_code, hook=HOOK)
+    patcher.wrap_subclasses(FORWARD, serving, where=old_code, hook=HOOK)
 
 
 def probe() -> dict[str, Any]:
