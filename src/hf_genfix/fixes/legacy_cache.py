@@ -26,7 +26,10 @@ the 4.40 code reads -- ``seen_tokens``, ``get_max_length()`` (None for a cache w
 truth value that says whether it holds anything. Nothing is aliased on the cache classes themselves, so code
 that knows the 5.13+ ``get_max_length()`` keeps its meaning. In the returned inputs the view is replaced by the
 real cache, under the keyword the model's forward takes, and position ids that the old code passed through at
-full length (``generate()`` builds them from 5.3) are cut to the new tokens.
+full length (``generate()`` builds them from 5.3) are cut to the new tokens. Remote overrides written before the
+Cache classes (their module imports none and indexes ``past_key_values[0][0]``: InternLM2's first releases,
+ChatGLM3) get what 4.3x passed instead, None while the cache is empty and the per-layer tuples after
+(``remote-code-cache-api`` translates their forward). A cache passed as ``cache=`` is taken on every release.
 """
 
 from __future__ import annotations
