@@ -32,7 +32,7 @@ def test_patch_ids_cover_the_issues():
     assert {"right-padding", "pad-token", "padding-side", "prepare-inputs", "legacy-cache"} <= ids
     sliding = {m.id for m in MANIFESTS if m.family == "sliding-window"}
     assert sliding and all(pid.startswith("sliding-window-") for pid in sliding)
-    assert all(pid.startswith("prepare-inputs") or pid == "legacy-cache"
+    assert all(pid.startswith(("prepare-inputs", "remote-code-")) or pid == "legacy-cache"
                for pid in (m.id for m in MANIFESTS if m.family == "prepare-inputs"))
     for family in ("decoding", "drafting", "model"):
         assert all(m.id.startswith(family + "-") for m in MANIFESTS if m.family == family)

@@ -26,7 +26,10 @@ the 4.40 code reads -- ``seen_tokens``, ``get_max_length()`` (None for a cache w
 truth value that says whether it holds anything. Nothing is aliased on the cache classes themselves, so code
 that knows the 5.13+ ``get_max_length()`` keeps its meaning. In the returned inputs the view is replaced by the
 real cache, under the keyword the model's forward takes, and position ids that the old code passed through at
-full length (``generate()`` builds them from 5.3) are cut to the new tokens.
+full length (``generate()`` builds them from 5.3) are cut to the new tokens. Remote overrides written before the
+Cache classes (their module imports none and indexes ``past_key_values[0][0]``: InternLM2's first releases,
+ChatGLM3) get what 4.3x passed instead, None while the cache is empty and the per-layer tuples after
+(``remote-code-cache-api`` translates their forward). A cache passed as ``cache=`` is taken on every release.
 """
 
 from __future__ import annotations
@@ -94,6 +97,45 @@ class LegacyCacheView(wrapt.ObjectProxy):
     def to_legacy_cache(self) -> tuple:
         return tuple(self[i] for i in range(len(self)))
 
+    # 4.36 - 4.55 kept the states in two lists, which old attention code reads (``key_cache[layer_idx]``).
+    @property
+    def key_cache(self) -> list:
+        return self._states("key_cache", 0)
+
+    @property
+    def value_cache(self) -> list:
+        return self._states("value_cache", 1)
+
+    def _states(self, name: str, which: int) -> list:
+        real = self.__wrapped__
+        if getattr(real, "layers", None) is None:
+            return getattr(real, name)
+        return [self[i][which] for i in range(len(self))]
+
+
+def legacy_tuples(cache: Any) -> tuple | None:
+    """``cache`` as the 4.3x tuple of per-layer ``(key, value)``; None while it holds nothing (as 4.3x passed)."""
+    if cache_length(cache) == 0:
+        return None
+    return LegacyCacheView(cache).to_legacy_cache()
+
+
+def tuple_style(cls: type) -> bool:
+    """Remote code written before the Cache classes (4.35 and earlier, InternLM2's first releases, ChatGLM3): its
+    module imports no Cache class and indexes ``past_key_values[0][0]`` as tensors."""
+    from ._remote_code import is_remote, module_globals, uses
+
+    if not is_remote(cls) or not uses(cls, TUPLE_CACHES):
+        return False
+    try:
+        from transformers.cache_utils import Cache
+    except ImportError:  # pragma: no cover - every release measured has it
+        return True
+    return not any(isinstance(v, type) and issubclass(v, Cache) for v in module_globals(cls).values())
+
+
+TUPLE_CACHES = "tuple caches (past_key_values[0][0])"
+
 
 def install(patcher: Any) -> None:
     generic = patcher.require(GENERIC)
@@ -107,10 +149,21 @@ def install(patcher: Any) -> None:
             return wrapped(*args, **kwargs)
         args, kwargs = name_positional(wrapped, args, kwargs)
         real = kwargs.get("past_key_values")
-        if real is None and renamed:
+        if real is None and (renamed or "cache" in kwargs):
+            # 5.24 passes the cache as `cache=`; so do loops written for it, and so does the prepare-inputs
+            # patch's translation when it wraps outside this one (the nesting follows installation order).
             real = kwargs.pop("cache", None)
         if real is None or isinstance(real, (tuple, list)) or isinstance(real, LegacyCacheView):
             return wrapped(*args, **kwargs)
+        if tuple_style(type(instance)):
+            # Tuple-era code (InternLM2, ChatGLM3) reads past_key_values[0][0].shape: it gets what 4.3x passed,
+            # None before the first forward and the tuples after; forward gets the real cache back
+            # (remote-code-cache-api translates it there).
+            legacy = kwargs["past_key_values"] = legacy_tuples(real)
+            inputs = wrapped(*args, **kwargs)
+            if isinstance(inputs, dict) and inputs.get("past_key_values") is legacy:
+                inputs["past_key_values"] = real
+            return _for_forward(inputs, instance)
         kwargs["past_key_values"] = LegacyCacheView(real)
         if _record.on:
             _record.changed("legacy-cache", "%s given a 4.40-style view of its %s", type(instance).__name__,

@@ -186,4 +186,5 @@ def check_legacy_generate(
                 step=step, tokens_fed=tokens, cached=cached,
             )
     figures["forwards"] = len(fed)
+    figures["sequences"] = run.sequences.tolist()
     return figures

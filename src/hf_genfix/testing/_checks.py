@@ -61,14 +61,15 @@ class Context:
             try:
                 run = generate_steps(self.model, input_ids, attention_mask, self.max_new_tokens, **options)
             except Exception as exc:  # noqa: BLE001 - the model crashing inside generate() is the finding
-                raise crashed(what, exc, calls, prompt_width, left_padded) from exc
+                raise crashed(what, exc, calls, prompt_width, left_padded, model=self.model) from exc
         run.calls = calls
         return run
 
 
 def crashed(what: str, exc: BaseException, calls: list, prompt_width: int, left_padded: bool,
-            call: str = "generate()") -> DefectObserved:
-    """A ``DefectObserved`` for a run that raised: where (step, innermost frame), and the recorded causes."""
+            call: str = "generate()", model: Any = None) -> DefectObserved:
+    """A ``DefectObserved`` for a run that raised: where (step, innermost frame), the recorded causes, and the
+    removed transformers APIs that the model's remote code relies on."""
     import traceback
 
     frames = traceback.extract_tb(exc.__traceback__)
@@ -79,12 +80,22 @@ def crashed(what: str, exc: BaseException, calls: list, prompt_width: int, left_
     step = max(len(calls) - 1, 0)
     found = DefectObserved(
         f"{what}: {call} raised {type(exc).__name__} at generated step {step}{where}: {exc}"
-        + _causes(diagnose(calls, prompt_width, left_padded, failed_step=step)),
+        + _causes(diagnose(calls, prompt_width, left_padded, failed_step=step) + removed_api_causes(model)),
         step=step,
         exception=type(exc).__name__,
     )
     found.__cause__ = exc
     return found
+
+
+def removed_api_causes(model: Any) -> list[str]:
+    """One sentence per old transformers API the model's remote code (``trust_remote_code``) relies on."""
+    if model is None:
+        return []
+    from ..fixes._remote_code import removed_api
+
+    return [f"the model's remote code uses {what}, removed or changed in transformers {release} (restored for "
+            f"remote code by hf_genfix patch {patch})" for what, release, patch in removed_api(type(model))]
 
 
 def _device(model: Any) -> Any:

@@ -1,0 +1,200 @@
+"""What the remote-code patches share: which classes are remote code, and serving removed names to it only.
+
+Remote code is what ``trust_remote_code=True`` loads: transformers executes a repo's ``modeling_*.py`` /
+``configuration_*.py`` as modules named ``transformers_modules.<repo>.<file>``, always through
+``transformers.dynamic_module_utils.get_class_in_module`` (every release measured, 4.40 - 5.24). The patches
+that bring back a removed name wrap that function: while it executes a remote module, the names are served
+(a module through a ``sys.meta_path`` finder, an attribute set on its module), and afterwards they are gone
+again (also from ``sys.modules``), so that nothing but the remote module that imported them sees them. Remote
+code that imports a removed name only later, inside a function, is not served.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import threading
+import weakref
+from typing import Any, Callable, Mapping
+
+REMOTE_PREFIX = "transformers_modules"
+LOADER = "transformers.dynamic_module_utils:get_class_in_module"
+_LOCK = threading.RLock()
+
+
+def is_remote(cls: type) -> bool:
+    """Whether ``cls`` was defined by a module that ``trust_remote_code`` loaded."""
+    return (getattr(cls, "__module__", "") or "").startswith(REMOTE_PREFIX)
+
+
+def called_from_remote_code(depth: int = 2) -> bool:
+    """Whether the nearest caller outside hf_genfix and wrapt (``depth`` frames up from the caller of this
+    function) is remote code."""
+    frame = sys._getframe(depth)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith(("hf_genfix.", "wrapt")):
+        frame = frame.f_back
+    return frame is not None and frame.f_globals.get("__name__", "").startswith(REMOTE_PREFIX)
+
+
+def module_globals(cls: type) -> Mapping[str, Any]:
+    module = sys.modules.get(getattr(cls, "__module__", "") or "")
+    return vars(module) if module is not None else {}
+
+
+class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Serves ``{module name: factory}`` (factory() -> a module object) to imports that find nothing else."""
+
+    def __init__(self, modules: Mapping[str, Callable[[], Any]]):
+        self.modules = dict(modules)
+        self.served: list[Any] = []
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname not in self.modules:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self)
+
+    def create_module(self, spec: Any) -> Any:
+        module = self.modules[spec.name]()
+        self.served.append(module)
+        return module
+
+    def exec_module(self, module: Any) -> None:
+        return None
+
+
+def restoring(modules: Mapping[str, Callable[[], Any]] | None = None,
+              names: Mapping[str, Mapping[str, Callable[[], Any]]] | None = None) -> Callable:
+    """A wrapper for ``get_class_in_module`` that serves removed ``modules`` and module attributes ``names``
+    (``{module: {name: factory}}``) while a remote module is executed. Only what is missing is served."""
+    modules = {m: f for m, f in (modules or {}).items() if not _exists(m)}
+    names = dict(names or {})
+
+    def wrapper(wrapped: Callable, instance: Any, args: tuple, kwargs: dict) -> Any:
+        with _LOCK:
+            finder = _Finder(modules) if modules else None
+            if finder is not None:
+                sys.meta_path.append(finder)  # last: a module that exists is always found first
+            added: list[tuple[Any, str, Any]] = []
+            try:
+                for module_name, attrs in names.items():
+                    module = sys.modules.get(module_name) or importlib.import_module(module_name)
+                    for attr, factory in attrs.items():
+                        if not _has(module, attr):
+                            value = factory()
+                            setattr(module, attr, value)
+                            added.append((module, attr, value))
+                return wrapped(*args, **kwargs)
+            finally:
+                for module, attr, value in reversed(added):
+                    if vars(module).get(attr) is value:
+                        delattr(module, attr)
+                if finder is not None:
+                    sys.meta_path.remove(finder)
+                    for module in finder.served:
+                        _forget(module)
+
+    return wrapper
+
+
+def _forget(module: Any) -> None:
+    """Take a served module out of ``sys.modules`` and off its parent package (the import system put it on both)."""
+    name = module.__name__
+    if sys.modules.get(name) is module:
+        del sys.modules[name]
+    parent_name, _, child = name.rpartition(".")
+    parent = sys.modules.get(parent_name)
+    if parent is not None and vars(parent).get(child) is module:
+        delattr(parent, child)
+
+
+def _exists(module_name: str) -> bool:
+    if module_name in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(module_name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _has(module: Any, attr: str) -> bool:
+    if attr in vars(module):
+        return True
+    try:  # transformers' lazy top-level module resolves names on first access
+        getattr(module, attr)
+        return True
+    except (AttributeError, ImportError, ModuleNotFoundError):
+        return False
+
+
+# What old remote code uses that transformers removed or changed: (pattern in the module's source, what it is,
+# the release that removed or changed it, the hf_genfix patch that restores it). Read from the module's text, so
+# that a patch translates only for code that relies on the old API (and check_generation can say which).
+REMOVED_API: tuple[tuple[str, str, str, str], ...] = (
+    (r"\.get_usable_length\(", "Cache.get_usable_length()", "4.54.0", "remote-code-cache-api"),
+    (r"\.seen_tokens\b", "Cache.seen_tokens", "4.54.0", "remote-code-cache-api, legacy-cache"),
+    (r"\.get_max_length\(", "Cache.get_max_length() (4.40 meaning)", "4.49.0", "legacy-cache"),
+    (r"\.from_legacy_cache\(", "DynamicCache.from_legacy_cache()", "5.0.0", "remote-code-cache-api"),
+    (r"\.to_legacy_cache\(", "Cache.to_legacy_cache()", "5.0.0", "remote-code-cache-api"),
+    (r"\.(key|value)_cache\b", "Cache.key_cache / value_cache", "4.56.0", "remote-code-cache-api"),
+    (r"past_key_values\[0\]\[0\]", "tuple caches (past_key_values[0][0])", "4.56.0", "remote-code-cache-api"),
+    (r"modeling_attn_mask_utils", "transformers.modeling_attn_mask_utils", "5.24.0", "remote-code-attn-mask-utils"),
+    (r"\bis_torch_fx_available\b", "is_torch_fx_available", "5.0.0", "remote-code-removed-names"),
+    (r"\b(Disjunctive|Phrasal)Constraint\b|\bConstraintListState\b", "constrained beam search classes", "5.0.0",
+     "remote-code-removed-names"),
+    (r"standardize_cache_format", "_extract_past_from_model_output(standardize_cache_format=...)", "4.42.0",
+     "remote-code-extract-past"),
+    (r"\._extract_past_from_model_output\(", "_extract_past_from_model_output()", "4.49.0",
+     "remote-code-model-methods"),
+    (r"\.get_head_mask\(", "PreTrainedModel.get_head_mask()", "5.0.0", "remote-code-model-methods"),
+    (r"rope_scaling\[[\"']type[\"']\]", "config.rope_scaling[\"type\"]", "5.0.0", "remote-code-rope-scaling"),
+    (r"config\.max_length\b", "config.max_length (generation defaults on the config)", "5.0.0",
+     "remote-code-config-defaults"),
+)
+
+_SOURCES: dict[str, str] = {}
+_FOUND: "weakref.WeakKeyDictionary[type, list]" = weakref.WeakKeyDictionary()
+
+
+def module_source(cls: type) -> str:
+    """The text of the module that defined ``cls`` ('' when it cannot be read)."""
+    name = getattr(cls, "__module__", "") or ""
+    text = _SOURCES.get(name)
+    if text is None:
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None)
+        try:
+            with open(path, encoding="utf-8") as handle:  # type: ignore[arg-type]
+                text = handle.read()
+        except (OSError, TypeError):
+            text = ""
+        _SOURCES[name] = text
+    return text
+
+
+def removed_api(cls: type) -> list[tuple[str, str, str]]:
+    """(what, removed or changed in, restoring patch) for each old API the remote module of ``cls`` uses; for
+    the class and its remote bases (the configuration's module is read through ``config_class``)."""
+    import re
+
+    found = _FOUND.get(cls)
+    if found is not None:
+        return found
+    seen: dict[str, tuple[str, str, str]] = {}
+    classes = [c for c in getattr(cls, "__mro__", (cls,)) if is_remote(c)]
+    config_class = getattr(cls, "config_class", None)
+    if isinstance(config_class, type) and is_remote(config_class):
+        classes.append(config_class)
+    for text in dict.fromkeys(module_source(c) for c in classes):
+        for pattern, what, release, patch in REMOVED_API:
+            if what not in seen and re.search(pattern, text):
+                seen[what] = (what, release, patch)
+    found = _FOUND[cls] = list(seen.values())
+    return found
+
+
+def uses(cls: type, *whats: str) -> bool:
+    """Whether the remote module of ``cls`` uses any of the ``REMOVED_API`` entries named ``whats``."""
+    found = {what for what, _, _ in removed_api(cls)}
+    return any(w in found for w in whats)

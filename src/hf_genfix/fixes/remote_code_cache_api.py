@@ -1,0 +1,127 @@
+"""remote-code-cache-api: remote-code ``forward`` written for the old cache API fails on the cache it is given.
+
+The defect. Remote-code models use the cache inside ``forward`` the way the release they were written for
+allowed, and ``generate()`` now hands them a ``DynamicCache`` that no longer has it:
+
+- Cache-class code (4.36 - 4.40 style: old Phi-3, DeepSeek-V2, MiniCPM) calls
+  ``past_key_values.get_usable_length(seq_len)`` in the model and ``past_key_value.get_usable_length(kv_len,
+  layer_idx)`` in attention, ``seen_tokens``, ``key_cache`` / ``value_cache``, ``cache[i][0]``, and converts
+  with ``DynamicCache.from_legacy_cache()`` / ``to_legacy_cache()``. Measured with the tiny families of
+  ``hf_genfix.oracles.legacy_models``: 4.40.2 - 4.53.3 pass; 4.54.0 removed ``get_usable_length`` and
+  ``seen_tokens`` (4.54.0 - 5.24.0: ``AttributeError: 'DynamicCache' object has no attribute
+  'get_usable_length'``); 5.0.0 also removed ``from_legacy_cache`` / ``to_legacy_cache`` and ``cache[i]``.
+- Tuple-era code (InternLM2 first releases, ChatGLM3) indexes ``past_key_values[layer][0]`` as tensors and
+  returns per-layer ``(key, value)`` tuples. From 4.54 ``generate()`` hands it a ``DynamicCache`` it cannot index
+  (``'NoneType' object has no attribute 'shape'`` on 4.54.0 - 4.57.6, 5.1.0 - 5.24.0; 5.0.0 passes).
+
+Detection (``probe``): the tiny Phi-3-style remote repo must load and generate like its no-cache reference,
+each decode step feeding one token and the cache.
+
+Correction. ``forward`` of remote-code model classes (``transformers_modules.*``, wrapped as they are created)
+whose module uses one of those names (read from its source) translates at the outermost call, and only the
+cache it was given; code written for the current API is passed through untouched:
+
+- Cache-class code gets a ``LegacyCacheView`` of the real cache (the view of ``legacy-cache``: ``seen_tokens``,
+  ``get_usable_length()``, ``get_max_length()`` with its 4.40 meaning, tuple indexing, ``key_cache``); where
+  ``from_legacy_cache`` is gone (5.0+) a missing or tuple cache becomes a view of a ``DynamicCache`` holding it,
+  so that the old code never needs the removed classmethod. The real cache goes back into the outputs.
+- Tuple-era code gets the tuples (None while the cache is empty) and the new positions it returns are appended
+  to the real cache, which goes back into the outputs: ``generate()`` sees the cache it passed, one token per
+  step reaches ``forward``.
+Nothing changes for calls that pass what the old code expects (a tuple, or None with a release that still has
+``from_legacy_cache``), and nothing is added to the cache classes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..helpers.decode import cache_length, name_positional
+from ._prepare_inputs_family import _copied_on_load
+from ._remote_code import is_remote, uses
+from .legacy_cache import LegacyCacheView, legacy_tuples, tuple_style
+
+FORWARD = "transformers.modeling_utils:PreTrainedModel.forward"
+HOOK = "transformers.modeling_utils:PreTrainedModel"
+CACHE = "transformers.cache_utils:DynamicCache"
+# What cache-class code of 4.36 - 4.5x calls that the cache no longer has (_remote_code.REMOVED_API names).
+OLD_CACHE_API = (
+    "Cache.get_usable_length()", "Cache.seen_tokens", "Cache.get_max_length() (4.40 meaning)",
+    "DynamicCache.from_legacy_cache()", "Cache.to_legacy_cache()", "Cache.key_cache / value_cache",
+    "tuple caches (past_key_values[0][0])",
+)
+
+
+def install(patcher: Any) -> None:
+    dynamic = patcher.require(CACHE)
+    has_from_legacy = hasattr(dynamic, "from_legacy_cache")
+
+    def forward(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+        if instance is None:
+            return wrapped(*args, **kwargs)
+        args, kwargs = name_positional(wrapped, args, kwargs)
+        cache = kwargs.get("past_key_values")
+        if isinstance(cache, (LegacyCacheView,)):
+            return wrapped(*args, **kwargs)
+        is_cache = cache is not None and not isinstance(cache, (tuple, list))
+        if tuple_style(type(instance)):
+            if not is_cache:
+                return wrapped(*args, **kwargs)
+            kwargs["past_key_values"] = legacy_tuples(cache)
+            return _tuples_into(wrapped(*args, **kwargs), cache)
+        if not uses(type(instance), *OLD_CACHE_API):
+            return wrapped(*args, **kwargs)  # code written for the current API: nothing to translate
+        if not is_cache:
+            if has_from_legacy or not _use_cache(instance, kwargs):
+                return wrapped(*args, **kwargs)
+            # 5.0+: old code would call DynamicCache.from_legacy_cache(None / tuples), which is gone.
+            cache = dynamic()
+            for layer_idx, (key, value) in enumerate(kwargs.get("past_key_values") or ()):
+                cache.update(key, value, layer_idx)
+        kwargs["past_key_values"] = LegacyCacheView(cache)
+        return _unview(wrapped(*args, **kwargs))
+
+    def accept(cls: type) -> bool:
+        return is_remote(cls) and not _copied_on_load(cls)
+
+    patcher.wrap_subclasses(FORWARD, forward, where=accept, hook=HOOK)
+
+
+def _use_cache(model: Any, kwargs: dict) -> bool:
+    use = kwargs.get("use_cache")
+    if use is None:
+        use = getattr(getattr(model, "config", None), "use_cache", False)
+    return bool(use)
+
+
+def _unview(outputs: Any) -> Any:
+    if isinstance(outputs, dict):
+        for key, value in list(outputs.items()):
+            if isinstance(value, LegacyCacheView):
+                outputs[key] = value.__wrapped__
+        return outputs
+    if isinstance(outputs, tuple):
+        return type(outputs)(v.__wrapped__ if isinstance(v, LegacyCacheView) else v for v in outputs)
+    return outputs
+
+
+def _tuples_into(outputs: Any, cache: Any) -> Any:
+    """Append the positions the old forward added to its returned tuples to ``cache``; put ``cache`` in their
+    place (outputs of ``return_dict=False`` calls are left as the model returned them)."""
+    if not isinstance(outputs, dict):
+        return outputs
+    returned = outputs.get("past_key_values")
+    if not isinstance(returned, (tuple, list)):
+        return outputs
+    held = cache_length(cache)  # every layer holds as many positions as the first
+    for layer_idx, (key, value) in enumerate(returned):
+        if key.shape[-2] > held:
+            cache.update(key[..., held:, :], value[..., held:, :], layer_idx)
+    outputs["past_key_values"] = cache
+    return outputs
+
+
+def probe() -> dict[str, Any]:
+    from ..oracles.legacy_models import check_family
+
+    return check_family("phi3")

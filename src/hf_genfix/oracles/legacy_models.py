@@ -1,0 +1,915 @@
+"""Tiny remote-code models written the way five families of Hub repos were written for older transformers.
+
+Each family is a ``configuration_<name>.py`` and a ``modeling_<name>.py`` that ``write_family`` lays out next
+to a ``config.json`` whose ``auto_map`` points at them, so that ``trust_remote_code=True`` loads them as it loads
+a Hub repo. They are ours (a few hundred parameters, no weights); what they take from the real files is which
+transformers APIs they call and where (read in the public repositories, facts only):
+
+- ``phi3``  (old Phi-3 ``modeling_phi3.py``): ``Cache`` / ``DynamicCache.from_legacy_cache`` in the model,
+  ``get_usable_length`` in the model and in attention, ``to_legacy_cache`` on return,
+  ``_prepare_4d_causal_attention_mask`` from ``transformers.modeling_attn_mask_utils``, ``rope_scaling["type"]``,
+  a 4.40-style ``prepare_inputs_for_generation`` (``seen_tokens``, ``get_max_length()``), ``_reorder_cache``,
+  no ``GenerationMixin`` among the bases;
+- ``deepseek`` (DeepSeek-V2 ``modeling_deepseek.py``): the same cache calls, plus ``AttentionMaskConverter`` and
+  ``_prepare_4d_attention_mask`` imports, ``is_torch_fx_available`` from ``transformers.utils.import_utils``,
+  ``ALL_LAYERNORM_LAYERS`` / ``is_torch_greater_or_equal_than_1_13`` from ``transformers.pytorch_utils``;
+- ``minicpm`` (``modeling_minicpm.py``): as DeepSeek-V2, and ``_prepare_4d_causal_attention_mask_for_sdpa``
+  for the sdpa path;
+- ``internlm2`` (``modeling_internlm2.py``, first releases): tuple caches throughout -- ``past_key_values[0][0]
+  .shape[2]`` in the model and in ``prepare_inputs_for_generation``, ``torch.cat`` onto ``past_key_value[0]`` in
+  attention, per-layer ``(key, value)`` tuples returned; ``rope_scaling["type"]`` read by the config's
+  validation and by the model;
+- ``chatglm3`` (``modeling_chatglm.py``): a config with ``num_layers`` and no ``num_hidden_layers``,
+  ``config.max_length`` / ``config.use_cache`` read from the config, tuple caches, a
+  ``prepare_inputs_for_generation`` with ``is_first_forward``, and an ``_update_model_kwargs_for_generation``
+  override that calls ``self._extract_past_from_model_output(outputs, standardize_cache_format=...)``.
+
+The attention itself is the same small causal multi-head attention with rotary positions in every family, so
+that the only thing that differs from one to the other is the API usage under test.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+FAMILIES = ("phi3", "deepseek", "minicpm", "internlm2", "chatglm3")
+
+# Small enough for a CPU probe in well under a second; two layers so that per-layer cache indexing matters.
+_SIZES = dict(vocab_size=128, hidden_size=32, num_attention_heads=4, intermediate_size=64, layers=2)
+
+_ROTARY = '''
+def rotate_half(x):
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2 :]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class TinyRotary(nn.Module):
+    def __init__(self, dim, base=10000.0, scaling_factor=1.0):
+        super().__init__()
+        self.scaling_factor = scaling_factor
+        self.register_buffer("inv_freq", 1.0 / (base ** (torch.arange(0, dim, 2).float() / dim)), persistent=False)
+
+    def forward(self, position_ids):
+        freqs = (position_ids.float() / self.scaling_factor)[..., None] * self.inv_freq
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos()[:, None], emb.sin()[:, None]
+
+
+def apply_rotary(q, k, cos, sin):
+    return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+
+
+class TinyMLP(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.up = nn.Linear(config.hidden_size, config.intermediate_size, bias=False)
+        self.down = nn.Linear(config.intermediate_size, config.hidden_size, bias=False)
+
+    def forward(self, x):
+        return self.down(nn.functional.silu(self.up(x)))
+'''
+
+# ---------------------------------------------------------------------------------------------------------------
+# Cache-class families (Phi-3 old, DeepSeek-V2, MiniCPM): written for the 4.36 - 4.40 Cache API.
+_CACHE_CONFIG = '''
+from transformers import PretrainedConfig
+
+
+class {Name}Config(PretrainedConfig):
+    model_type = "{name}"
+
+    def __init__(self, vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                 num_attention_heads=4, rope_theta=10000.0, rope_scaling=None, use_cache=True,
+                 pad_token_id=0, bos_token_id=1, eos_token_id=2, **kwargs):
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.intermediate_size = intermediate_size
+        self.num_hidden_layers = num_hidden_layers
+        self.num_attention_heads = num_attention_heads
+        self.rope_theta = rope_theta
+        self.rope_scaling = rope_scaling
+        self._rope_scaling_validation()
+        self.use_cache = use_cache
+        super().__init__(pad_token_id=pad_token_id, bos_token_id=bos_token_id, eos_token_id=eos_token_id, **kwargs)
+
+    def _rope_scaling_validation(self):
+        if self.rope_scaling is None:
+            return
+        scaling_type = self.rope_scaling.get("type", None)
+        if scaling_type not in ("linear", "dynamic"):
+            raise ValueError(f"rope_scaling type must be linear or dynamic, got {{scaling_type}}")
+'''
+
+_CACHE_IMPORTS = {
+    "phi3": '''
+from transformers.modeling_attn_mask_utils import _prepare_4d_causal_attention_mask
+''',
+    "deepseek": '''
+from transformers.modeling_attn_mask_utils import (
+    AttentionMaskConverter,
+    _prepare_4d_attention_mask,
+    _prepare_4d_causal_attention_mask,
+)
+from transformers.pytorch_utils import ALL_LAYERNORM_LAYERS, is_torch_greater_or_equal_than_1_13
+from transformers.utils.import_utils import is_torch_fx_available
+
+if is_torch_fx_available():
+    _prepare_4d_causal_attention_mask = torch.fx.wrap(_prepare_4d_causal_attention_mask)
+''',
+    "minicpm": '''
+from transformers.modeling_attn_mask_utils import (
+    AttentionMaskConverter,
+    _prepare_4d_attention_mask,
+    _prepare_4d_causal_attention_mask,
+    _prepare_4d_causal_attention_mask_for_sdpa,
+)
+from transformers.pytorch_utils import ALL_LAYERNORM_LAYERS, is_torch_greater_or_equal_than_1_13
+from transformers.utils.import_utils import is_torch_fx_available
+
+if is_torch_fx_available():
+    _prepare_4d_causal_attention_mask = torch.fx.wrap(_prepare_4d_causal_attention_mask)
+''',
+}
+
+_CACHE_MASK = {
+    "phi3": '''
+        attention_mask = _prepare_4d_causal_attention_mask(
+            attention_mask, (batch_size, seq_length), inputs_embeds, past_key_values_length
+        )
+''',
+    "deepseek": '''
+        attention_mask = _prepare_4d_causal_attention_mask(
+            attention_mask, (batch_size, seq_length), inputs_embeds, past_key_values_length
+        )
+''',
+    "minicpm": '''
+        if self.config._attn_implementation == "sdpa":
+            attention_mask = _prepare_4d_causal_attention_mask_for_sdpa(
+                attention_mask, (batch_size, seq_length), inputs_embeds, past_key_values_length
+            )
+        else:
+            attention_mask = _prepare_4d_causal_attention_mask(
+                attention_mask, (batch_size, seq_length), inputs_embeds, past_key_values_length
+            )
+''',
+}
+
+_CACHE_MODELING = '''
+import math
+from typing import List, Optional, Tuple, Union
+
+import torch
+from torch import nn
+
+from transformers.cache_utils import Cache, DynamicCache
+from transformers.modeling_outputs import BaseModelOutputWithPast, CausalLMOutputWithPast
+from transformers.modeling_utils import PreTrainedModel
+{imports}
+from .configuration_{name} import {Name}Config
+{rotary}
+
+class {Name}Attention(nn.Module):
+    def __init__(self, config, layer_idx):
+        super().__init__()
+        self.config = config
+        self.layer_idx = layer_idx
+        self.num_heads = config.num_attention_heads
+        self.head_dim = config.hidden_size // config.num_attention_heads
+        self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size, bias=False)
+        self.o_proj = nn.Linear(config.hidden_size, config.hidden_size, bias=False)
+        self._init_rope()
+
+    def _init_rope(self):
+        if self.config.rope_scaling is None:
+            self.rotary_emb = TinyRotary(self.head_dim, base=self.config.rope_theta)
+        else:
+            scaling_type = self.config.rope_scaling["type"]
+            scaling_factor = self.config.rope_scaling["factor"]
+            if scaling_type == "linear":
+                self.rotary_emb = TinyRotary(self.head_dim, base=self.config.rope_theta, scaling_factor=scaling_factor)
+            else:
+                raise ValueError(f"Unknown RoPE scaling type {{scaling_type}}")
+
+    def forward(self, hidden_states, attention_mask=None, position_ids=None, past_key_value=None,
+                output_attentions=False, use_cache=False, **kwargs):
+        bsz, q_len, _ = hidden_states.size()
+        q, k, v = self.qkv(hidden_states).split(self.config.hidden_size, dim=-1)
+        q = q.view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
+        k = k.view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
+        v = v.view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
+
+        kv_seq_len = k.shape[-2]
+        if past_key_value is not None:
+            kv_seq_len += past_key_value.get_usable_length(kv_seq_len, self.layer_idx)
+        cos, sin = self.rotary_emb(position_ids)
+        q, k = apply_rotary(q, k, cos, sin)
+        if past_key_value is not None:
+            k, v = past_key_value.update(k, v, self.layer_idx)
+
+        attn_weights = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.head_dim)
+        if attn_weights.size() != (bsz, self.num_heads, q_len, kv_seq_len):
+            raise ValueError(f"Attention weights should be of size {{(bsz, self.num_heads, q_len, kv_seq_len)}}")
+        if attention_mask is not None:
+            attn_weights = attn_weights + attention_mask
+        attn_weights = nn.functional.softmax(attn_weights, dim=-1, dtype=torch.float32).to(q.dtype)
+        out = torch.matmul(attn_weights, v).transpose(1, 2).reshape(bsz, q_len, -1)
+        return self.o_proj(out), None, past_key_value
+
+
+class {Name}DecoderLayer(nn.Module):
+    def __init__(self, config, layer_idx):
+        super().__init__()
+        self.self_attn = {Name}Attention(config, layer_idx)
+        self.mlp = TinyMLP(config)
+
+    def forward(self, hidden_states, attention_mask=None, position_ids=None, past_key_value=None,
+                output_attentions=False, use_cache=False, **kwargs):
+        attn, weights, present = self.self_attn(hidden_states, attention_mask, position_ids, past_key_value,
+                                                output_attentions, use_cache)
+        hidden_states = hidden_states + attn
+        hidden_states = hidden_states + self.mlp(hidden_states)
+        outputs = (hidden_states,)
+        if use_cache:
+            outputs += (present,)
+        return outputs
+
+
+class {Name}PreTrainedModel(PreTrainedModel):
+    config_class = {Name}Config
+    base_model_prefix = "model"
+    _no_split_modules = ["{Name}DecoderLayer"]
+    _supports_cache_class = True
+
+    def _init_weights(self, module):
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            module.weight.data.normal_(mean=0.0, std=0.2)
+
+
+class {Name}Model({Name}PreTrainedModel):
+    def __init__(self, config):
+        super().__init__(config)
+        self.padding_idx = config.pad_token_id
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size, self.padding_idx)
+        self.layers = nn.ModuleList([{Name}DecoderLayer(config, i) for i in range(config.num_hidden_layers)])
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, position_ids=None, past_key_values=None,
+                inputs_embeds=None, use_cache=None, output_attentions=None, output_hidden_states=None,
+                return_dict=None):
+        use_cache = use_cache if use_cache is not None else self.config.use_cache
+        return_dict = return_dict if return_dict is not None else self.config.use_return_dict
+        batch_size, seq_length = input_ids.shape[:2]
+
+        past_key_values_length = 0
+        if use_cache:
+            use_legacy_cache = not isinstance(past_key_values, Cache)
+            if use_legacy_cache:
+                past_key_values = DynamicCache.from_legacy_cache(past_key_values)
+            past_key_values_length = past_key_values.get_usable_length(seq_length)
+
+        if position_ids is None:
+            position_ids = torch.arange(
+                past_key_values_length, seq_length + past_key_values_length, dtype=torch.long,
+                device=input_ids.device,
+            ).unsqueeze(0)
+        else:
+            position_ids = position_ids.view(-1, seq_length).long()
+
+        inputs_embeds = self.embed_tokens(input_ids)
+{mask}
+        hidden_states = inputs_embeds
+        next_decoder_cache = None
+        for decoder_layer in self.layers:
+            layer_outputs = decoder_layer(hidden_states, attention_mask=attention_mask, position_ids=position_ids,
+                                          past_key_value=past_key_values, use_cache=use_cache)
+            hidden_states = layer_outputs[0]
+            if use_cache:
+                next_decoder_cache = layer_outputs[1]
+
+        next_cache = None
+        if use_cache:
+            next_cache = next_decoder_cache.to_legacy_cache() if use_legacy_cache else next_decoder_cache
+        if not return_dict:
+            return tuple(v for v in [hidden_states, next_cache] if v is not None)
+        return BaseModelOutputWithPast(last_hidden_state=hidden_states, past_key_values=next_cache)
+
+
+class {Name}ForCausalLM({Name}PreTrainedModel):
+    _tied_weights_keys = []
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.model = {Name}Model(config)
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.post_init()
+
+    def get_input_embeddings(self):
+        return self.model.embed_tokens
+
+    def forward(self, input_ids=None, attention_mask=None, position_ids=None, past_key_values=None,
+                inputs_embeds=None, labels=None, use_cache=None, output_attentions=None,
+                output_hidden_states=None, return_dict=None):
+        return_dict = return_dict if return_dict is not None else self.config.use_return_dict
+        outputs = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                             past_key_values=past_key_values, inputs_embeds=inputs_embeds, use_cache=use_cache,
+                             return_dict=return_dict)
+        logits = self.lm_head(outputs[0]).float()
+        if not return_dict:
+            return (logits,) + outputs[1:]
+        return CausalLMOutputWithPast(logits=logits, past_key_values=outputs.past_key_values)
+
+    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None,
+                                      inputs_embeds=None, **kwargs):
+        if past_key_values is not None:
+            if isinstance(past_key_values, Cache):
+                cache_length = past_key_values.get_seq_length()
+                past_length = past_key_values.seen_tokens
+                max_cache_length = past_key_values.get_max_length()
+            else:
+                cache_length = past_length = past_key_values[0][0].shape[2]
+                max_cache_length = None
+            if attention_mask is not None and attention_mask.shape[1] > input_ids.shape[1]:
+                input_ids = input_ids[:, -(attention_mask.shape[1] - past_length):]
+            elif past_length < input_ids.shape[1]:
+                input_ids = input_ids[:, past_length:]
+            if (max_cache_length is not None and attention_mask is not None
+                    and cache_length + input_ids.shape[1] > max_cache_length):
+                attention_mask = attention_mask[:, -max_cache_length:]
+
+        position_ids = kwargs.get("position_ids", None)
+        if attention_mask is not None and position_ids is None:
+            position_ids = attention_mask.long().cumsum(-1) - 1
+            position_ids.masked_fill_(attention_mask == 0, 1)
+            if past_key_values:
+                position_ids = position_ids[:, -input_ids.shape[1]:]
+        model_inputs = {{"input_ids": input_ids}}
+        model_inputs.update({{"position_ids": position_ids, "past_key_values": past_key_values,
+                              "use_cache": kwargs.get("use_cache"), "attention_mask": attention_mask}})
+        return model_inputs
+
+    @staticmethod
+    def _reorder_cache(past_key_values, beam_idx):
+        return tuple(tuple(s.index_select(0, beam_idx.to(s.device)) for s in layer) for layer in past_key_values)
+'''
+
+# ---------------------------------------------------------------------------------------------------------------
+# InternLM2 (first releases): tuple caches everywhere, rope_scaling["type"] in config and model.
+_INTERNLM2_CONFIG = '''
+from transformers.configuration_utils import PretrainedConfig
+
+
+class InternLM2Config(PretrainedConfig):
+    model_type = "internlm2"
+    _auto_class = "AutoConfig"
+
+    def __init__(self, vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                 num_attention_heads=4, rope_theta=10000, rope_scaling=None, use_cache=True,
+                 pad_token_id=0, bos_token_id=1, eos_token_id=2, tie_word_embeddings=False, **kwargs):
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.intermediate_size = intermediate_size
+        self.num_hidden_layers = num_hidden_layers
+        self.num_attention_heads = num_attention_heads
+        self.rope_theta = rope_theta
+        self.rope_scaling = rope_scaling
+        self._rope_scaling_validation()
+        self.use_cache = use_cache
+        super().__init__(pad_token_id=pad_token_id, bos_token_id=bos_token_id, eos_token_id=eos_token_id,
+                         tie_word_embeddings=tie_word_embeddings, **kwargs)
+
+    def _rope_scaling_validation(self):
+        if self.rope_scaling is None:
+            return
+        if not isinstance(self.rope_scaling, dict) or len(self.rope_scaling) != 2:
+            raise ValueError(f"`rope_scaling` must be a dictionary with two fields, `type` and `factor`, "
+                             f"got {self.rope_scaling}")
+        rope_scaling_type = self.rope_scaling.get("type", None)
+        rope_scaling_factor = self.rope_scaling.get("factor", None)
+        if rope_scaling_type is None or rope_scaling_type not in ["linear", "dynamic"]:
+            raise ValueError(f"`rope_scaling`'s type field must be one of ['linear', 'dynamic'], "
+                             f"got {rope_scaling_type}")
+        if rope_scaling_factor is None or not isinstance(rope_scaling_factor, float) or rope_scaling_factor < 1.0:
+            raise ValueError(f"`rope_scaling`'s factor field must be a float >= 1, got {rope_scaling_factor}")
+'''
+
+_INTERNLM2_MODELING = '''
+import math
+
+import torch
+from torch import nn
+
+from transformers.modeling_outputs import BaseModelOutputWithPast, CausalLMOutputWithPast
+from transformers.modeling_utils import PreTrainedModel
+
+from .configuration_internlm2 import InternLM2Config
+{rotary}
+
+def _make_causal_mask(input_ids_shape, dtype, device, past_key_values_length=0):
+    bsz, tgt_len = input_ids_shape
+    mask = torch.full((tgt_len, tgt_len), torch.finfo(dtype).min, device=device)
+    cond = torch.arange(mask.size(-1), device=device)
+    mask.masked_fill_(cond < (cond + 1).view(mask.size(-1), 1), 0)
+    mask = mask.to(dtype)
+    if past_key_values_length > 0:
+        mask = torch.cat([torch.zeros(tgt_len, past_key_values_length, dtype=dtype, device=device), mask], dim=-1)
+    return mask[None, None, :, :].expand(bsz, 1, tgt_len, tgt_len + past_key_values_length)
+
+
+def _expand_mask(mask, dtype, tgt_len=None):
+    bsz, src_len = mask.size()
+    tgt_len = tgt_len if tgt_len is not None else src_len
+    expanded = mask[:, None, None, :].expand(bsz, 1, tgt_len, src_len).to(dtype)
+    inverted = 1.0 - expanded
+    return inverted.masked_fill(inverted.to(torch.bool), torch.finfo(dtype).min)
+
+
+class InternLM2Attention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.num_heads = config.num_attention_heads
+        self.head_dim = config.hidden_size // config.num_attention_heads
+        self.wqkv = nn.Linear(config.hidden_size, 3 * config.hidden_size, bias=False)
+        self.wo = nn.Linear(config.hidden_size, config.hidden_size, bias=False)
+        self._init_rope()
+
+    def _init_rope(self):
+        if self.config.rope_scaling is None:
+            self.rotary_emb = TinyRotary(self.head_dim, base=self.config.rope_theta)
+        else:
+            scaling_type = self.config.rope_scaling["type"]
+            scaling_factor = self.config.rope_scaling["factor"]
+            if scaling_type == "linear":
+                self.rotary_emb = TinyRotary(self.head_dim, base=self.config.rope_theta, scaling_factor=scaling_factor)
+            else:
+                raise ValueError("Currently we only support rotary embedding's type being 'linear'.")
+
+    def forward(self, hidden_states, attention_mask=None, position_ids=None, past_key_value=None,
+                output_attentions=False, use_cache=False, **kwargs):
+        bsz, q_len, _ = hidden_states.size()
+        q, k, v = self.wqkv(hidden_states).split(self.config.hidden_size, dim=-1)
+        q = q.view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
+        k = k.view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
+        v = v.view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
+        cos, sin = self.rotary_emb(position_ids)
+        q, k = apply_rotary(q, k, cos, sin)
+        if past_key_value is not None:
+            k = torch.cat([past_key_value[0], k], dim=2)
+            v = torch.cat([past_key_value[1], v], dim=2)
+        past_key_value = (k, v) if use_cache else None
+        attn_weights = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.head_dim)
+        if attention_mask is not None:
+            attn_weights = attn_weights + attention_mask
+        attn_weights = nn.functional.softmax(attn_weights, dim=-1, dtype=torch.float32).to(q.dtype)
+        out = torch.matmul(attn_weights, v).transpose(1, 2).reshape(bsz, q_len, -1)
+        return self.wo(out), None, past_key_value
+
+
+class InternLM2DecoderLayer(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.attention = InternLM2Attention(config)
+        self.feed_forward = TinyMLP(config)
+
+    def forward(self, hidden_states, attention_mask=None, position_ids=None, past_key_value=None,
+                output_attentions=False, use_cache=False, **kwargs):
+        attn, weights, present = self.attention(hidden_states, attention_mask, position_ids, past_key_value,
+                                                output_attentions, use_cache)
+        hidden_states = hidden_states + attn
+        hidden_states = hidden_states + self.feed_forward(hidden_states)
+        outputs = (hidden_states,)
+        if use_cache:
+            outputs += (present,)
+        return outputs
+
+
+class InternLM2PreTrainedModel(PreTrainedModel):
+    config_class = InternLM2Config
+    base_model_prefix = "model"
+    _no_split_modules = ["InternLM2DecoderLayer"]
+
+    def _init_weights(self, module):
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            module.weight.data.normal_(mean=0.0, std=0.2)
+
+
+class InternLM2Model(InternLM2PreTrainedModel):
+    def __init__(self, config):
+        super().__init__(config)
+        self.tok_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, config.pad_token_id)
+        self.layers = nn.ModuleList([InternLM2DecoderLayer(config) for _ in range(config.num_hidden_layers)])
+        self.post_init()
+
+    def _prepare_decoder_attention_mask(self, attention_mask, input_shape, inputs_embeds, past_key_values_length):
+        combined = None
+        if input_shape[-1] > 1:
+            combined = _make_causal_mask(input_shape, inputs_embeds.dtype, inputs_embeds.device,
+                                         past_key_values_length)
+        if attention_mask is not None:
+            expanded = _expand_mask(attention_mask, inputs_embeds.dtype, tgt_len=input_shape[-1])
+            combined = expanded if combined is None else expanded + combined
+        return combined
+
+    def forward(self, input_ids=None, attention_mask=None, position_ids=None, past_key_values=None,
+                inputs_embeds=None, use_cache=None, output_attentions=None, output_hidden_states=None,
+                return_dict=None):
+        use_cache = use_cache if use_cache is not None else self.config.use_cache
+        return_dict = return_dict if return_dict is not None else self.config.use_return_dict
+        batch_size, seq_length = input_ids.shape[:2]
+        seq_length_with_past = seq_length
+        past_key_values_length = 0
+        if past_key_values is not None:
+            past_key_values_length = past_key_values[0][0].shape[2]
+            seq_length_with_past = seq_length_with_past + past_key_values_length
+        if position_ids is None:
+            position_ids = torch.arange(past_key_values_length, seq_length + past_key_values_length,
+                                        dtype=torch.long, device=input_ids.device).unsqueeze(0)
+        inputs_embeds = self.tok_embeddings(input_ids)
+        if attention_mask is None:
+            attention_mask = torch.ones((batch_size, seq_length_with_past), dtype=torch.bool,
+                                        device=inputs_embeds.device)
+        attention_mask = self._prepare_decoder_attention_mask(attention_mask, (batch_size, seq_length),
+                                                              inputs_embeds, past_key_values_length)
+        hidden_states = inputs_embeds
+        next_decoder_cache = () if use_cache else None
+        for idx, decoder_layer in enumerate(self.layers):
+            past_key_value = past_key_values[idx] if past_key_values is not None else None
+            layer_outputs = decoder_layer(hidden_states, attention_mask=attention_mask, position_ids=position_ids,
+                                          past_key_value=past_key_value, use_cache=use_cache)
+            hidden_states = layer_outputs[0]
+            if use_cache:
+                next_decoder_cache += (layer_outputs[1],)
+        next_cache = next_decoder_cache if use_cache else None
+        if not return_dict:
+            return tuple(v for v in [hidden_states, next_cache] if v is not None)
+        return BaseModelOutputWithPast(last_hidden_state=hidden_states, past_key_values=next_cache)
+
+
+class InternLM2ForCausalLM(InternLM2PreTrainedModel):
+    _auto_class = "AutoModelForCausalLM"
+    _tied_weights_keys = []
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.model = InternLM2Model(config)
+        self.output = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.post_init()
+
+    def get_input_embeddings(self):
+        return self.model.tok_embeddings
+
+    def forward(self, input_ids=None, attention_mask=None, position_ids=None, past_key_values=None,
+                inputs_embeds=None, labels=None, use_cache=None, output_attentions=None,
+                output_hidden_states=None, return_dict=None):
+        return_dict = return_dict if return_dict is not None else self.config.use_return_dict
+        outputs = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                             past_key_values=past_key_values, use_cache=use_cache, return_dict=return_dict)
+        logits = self.output(outputs[0]).float()
+        if not return_dict:
+            return (logits,) + outputs[1:]
+        return CausalLMOutputWithPast(logits=logits, past_key_values=outputs.past_key_values)
+
+    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None,
+                                      inputs_embeds=None, **kwargs):
+        if past_key_values is not None:
+            past_length = past_key_values[0][0].shape[2]
+            if input_ids.shape[1] > past_length:
+                remove_prefix_length = past_length
+            else:
+                remove_prefix_length = input_ids.shape[1] - 1
+            input_ids = input_ids[:, remove_prefix_length:]
+        position_ids = kwargs.get("position_ids", None)
+        if attention_mask is not None and position_ids is None:
+            position_ids = attention_mask.long().cumsum(-1) - 1
+            position_ids.masked_fill_(attention_mask == 0, 1)
+            if past_key_values:
+                position_ids = position_ids[:, -input_ids.shape[1]:]
+        model_inputs = {{"input_ids": input_ids}}
+        model_inputs.update({{"position_ids": position_ids, "past_key_values": past_key_values,
+                              "use_cache": kwargs.get("use_cache"), "attention_mask": attention_mask}})
+        return model_inputs
+
+    @staticmethod
+    def _reorder_cache(past_key_values, beam_idx):
+        return tuple(tuple(s.index_select(0, beam_idx.to(s.device)) for s in layer) for layer in past_key_values)
+'''
+
+# ---------------------------------------------------------------------------------------------------------------
+# ChatGLM3: num_layers (no num_hidden_layers), config.max_length, tuple caches, its own kwargs update.
+_CHATGLM3_CONFIG = '''
+from transformers import PretrainedConfig
+
+
+class ChatGLMConfig(PretrainedConfig):
+    model_type = "chatglm"
+
+    def __init__(self, num_layers=2, padded_vocab_size=128, hidden_size=32, ffn_hidden_size=64,
+                 num_attention_heads=4, seq_length=64, rope_ratio=1, pad_token_id=0, eos_token_id=2, **kwargs):
+        self.num_layers = num_layers
+        self.vocab_size = padded_vocab_size
+        self.padded_vocab_size = padded_vocab_size
+        self.hidden_size = hidden_size
+        self.ffn_hidden_size = ffn_hidden_size
+        self.num_attention_heads = num_attention_heads
+        self.seq_length = seq_length
+        self.rope_ratio = rope_ratio
+        super().__init__(pad_token_id=pad_token_id, eos_token_id=eos_token_id, **kwargs)
+'''
+
+_CHATGLM3_MODELING = '''
+import math
+from typing import Any, Dict, Optional
+
+import torch
+from torch import nn
+
+from transformers.modeling_outputs import BaseModelOutputWithPast, CausalLMOutputWithPast
+from transformers.modeling_utils import PreTrainedModel
+from transformers.utils import ModelOutput
+
+from .configuration_chatglm import ChatGLMConfig
+{rotary}
+
+class SelfAttention(nn.Module):
+    def __init__(self, config, layer_number):
+        super().__init__()
+        self.config = config
+        self.num_heads = config.num_attention_heads
+        self.head_dim = config.hidden_size // config.num_attention_heads
+        self.query_key_value = nn.Linear(config.hidden_size, 3 * config.hidden_size, bias=True)
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size, bias=False)
+        self.rotary = TinyRotary(self.head_dim, base=10000.0 * config.rope_ratio)
+
+    def forward(self, hidden_states, attention_mask, position_ids, kv_cache=None, use_cache=True):
+        bsz, q_len, _ = hidden_states.size()
+        q, k, v = self.query_key_value(hidden_states).split(self.config.hidden_size, dim=-1)
+        q = q.view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
+        k = k.view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
+        v = v.view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
+        cos, sin = self.rotary(position_ids)
+        q, k = apply_rotary(q, k, cos, sin)
+        if kv_cache is not None:
+            cache_k, cache_v = kv_cache
+            k = torch.cat((cache_k, k), dim=2)
+            v = torch.cat((cache_v, v), dim=2)
+        kv_cache = (k, v) if use_cache else None
+        scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.head_dim)
+        if attention_mask is not None:
+            scores = scores.masked_fill(attention_mask, float("-inf"))
+        probs = nn.functional.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+        out = torch.matmul(probs, v).transpose(1, 2).reshape(bsz, q_len, -1)
+        return self.dense(out), kv_cache
+
+
+class GLMBlock(nn.Module):
+    def __init__(self, config, layer_number):
+        super().__init__()
+        self.self_attention = SelfAttention(config, layer_number)
+        self.mlp = TinyMLP(type("C", (), dict(hidden_size=config.hidden_size,
+                                              intermediate_size=config.ffn_hidden_size)))
+
+    def forward(self, hidden_states, attention_mask, position_ids, kv_cache=None, use_cache=True):
+        attn, kv_cache = self.self_attention(hidden_states, attention_mask, position_ids, kv_cache, use_cache)
+        hidden_states = hidden_states + attn
+        return hidden_states + self.mlp(hidden_states), kv_cache
+
+
+class ChatGLMPreTrainedModel(PreTrainedModel):
+    is_parallelizable = False
+    config_class = ChatGLMConfig
+    base_model_prefix = "transformer"
+    _no_split_modules = ["GLMBlock"]
+
+    def _init_weights(self, module):
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            module.weight.data.normal_(mean=0.0, std=0.2)
+
+    def get_masks(self, input_ids, past_key_values, padding_mask=None):
+        batch_size, seq_length = input_ids.shape
+        full_attention_mask = torch.ones(batch_size, seq_length, seq_length, device=input_ids.device)
+        full_attention_mask.tril_()
+        past_length = 0
+        if past_key_values:
+            past_length = past_key_values[0][0].shape[2]
+        if past_length:
+            full_attention_mask = torch.cat((torch.ones(batch_size, seq_length, past_length,
+                                                        device=input_ids.device), full_attention_mask), dim=-1)
+        if padding_mask is not None:
+            full_attention_mask = full_attention_mask * padding_mask.unsqueeze(1)
+        if not past_length and padding_mask is not None:
+            full_attention_mask -= padding_mask.unsqueeze(-1) - 1
+        full_attention_mask = (full_attention_mask < 0.5).bool()
+        full_attention_mask.unsqueeze_(1)
+        return full_attention_mask
+
+    def get_position_ids(self, input_ids, device):
+        batch_size, seq_length = input_ids.shape
+        return torch.arange(seq_length, dtype=torch.long, device=device).unsqueeze(0).repeat(batch_size, 1)
+
+
+class ChatGLMModel(ChatGLMPreTrainedModel):
+    def __init__(self, config, empty_init=True, device=None):
+        super().__init__(config)
+        self.embedding = nn.Embedding(config.padded_vocab_size, config.hidden_size)
+        self.num_layers = config.num_layers
+        self.layers = nn.ModuleList([GLMBlock(config, i + 1) for i in range(self.num_layers)])
+        self.output_layer = nn.Linear(config.hidden_size, config.padded_vocab_size, bias=False)
+        self.post_init()
+
+    def get_input_embeddings(self):
+        return self.embedding
+
+    def forward(self, input_ids, position_ids=None, attention_mask=None, full_attention_mask=None,
+                past_key_values=None, inputs_embeds=None, use_cache=None, output_hidden_states=None,
+                return_dict=None):
+        use_cache = use_cache if use_cache is not None else self.config.use_cache
+        return_dict = return_dict if return_dict is not None else self.config.use_return_dict
+        inputs_embeds = self.embedding(input_ids)
+        if full_attention_mask is None:
+            if (attention_mask is not None and not attention_mask.all()) or (past_key_values and input_ids.shape[1] != 1):
+                full_attention_mask = self.get_masks(input_ids, past_key_values, padding_mask=attention_mask)
+            elif input_ids.shape[1] > 1:
+                full_attention_mask = self.get_masks(input_ids, past_key_values)
+        if position_ids is None:
+            position_ids = self.get_position_ids(input_ids, input_ids.device)
+        presents = () if use_cache else None
+        hidden_states = inputs_embeds
+        for index, layer in enumerate(self.layers):
+            kv = past_key_values[index] if past_key_values else None
+            hidden_states, kv_cache = layer(hidden_states, full_attention_mask, position_ids, kv_cache=kv,
+                                            use_cache=use_cache)
+            if use_cache:
+                presents = presents + (kv_cache,)
+        if not return_dict:
+            return tuple(v for v in [hidden_states, presents] if v is not None)
+        return BaseModelOutputWithPast(last_hidden_state=hidden_states, past_key_values=presents)
+
+
+class ChatGLMForConditionalGeneration(ChatGLMPreTrainedModel):
+    def __init__(self, config, empty_init=True, device=None):
+        super().__init__(config)
+        self.max_sequence_length = config.max_length
+        self.transformer = ChatGLMModel(config, empty_init=empty_init, device=device)
+        self.config = config
+
+    def _update_model_kwargs_for_generation(self, outputs: ModelOutput, model_kwargs: Dict[str, Any],
+                                            is_encoder_decoder: bool = False,
+                                            standardize_cache_format: bool = False) -> Dict[str, Any]:
+        model_kwargs["past_key_values"] = self._extract_past_from_model_output(
+            outputs, standardize_cache_format=standardize_cache_format
+        )
+        if "attention_mask" in model_kwargs:
+            attention_mask = model_kwargs["attention_mask"]
+            model_kwargs["attention_mask"] = torch.cat(
+                [attention_mask, attention_mask.new_ones((attention_mask.shape[0], 1))], dim=-1
+            )
+        if "position_ids" in model_kwargs:
+            position_ids = model_kwargs["position_ids"]
+            new_position_id = position_ids[..., -1:].clone()
+            new_position_id += 1
+            model_kwargs["position_ids"] = torch.cat([position_ids, new_position_id], dim=-1)
+        model_kwargs["is_first_forward"] = False
+        return model_kwargs
+
+    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None,
+                                      position_ids=None, use_cache=None, is_first_forward=True, **kwargs):
+        if position_ids is None:
+            position_ids = self.get_position_ids(input_ids, device=input_ids.device)
+        if not is_first_forward:
+            if past_key_values is not None:
+                position_ids = position_ids[..., -1:]
+                input_ids = input_ids[:, -1:]
+        return {{"input_ids": input_ids, "past_key_values": past_key_values, "position_ids": position_ids,
+                "attention_mask": attention_mask, "return_last_logit": True, "use_cache": use_cache}}
+
+    def forward(self, input_ids=None, position_ids=None, attention_mask=None, past_key_values=None,
+                inputs_embeds=None, labels=None, use_cache=None, output_attentions=None,
+                output_hidden_states=None, return_dict=None, return_last_logit=False):
+        use_cache = use_cache if use_cache is not None else self.config.use_cache
+        return_dict = return_dict if return_dict is not None else self.config.use_return_dict
+        outputs = self.transformer(input_ids=input_ids, position_ids=position_ids, attention_mask=attention_mask,
+                                   past_key_values=past_key_values, use_cache=use_cache, return_dict=return_dict)
+        hidden_states = outputs[0]
+        if return_last_logit:
+            hidden_states = hidden_states[:, -1:]
+        logits = self.transformer.output_layer(hidden_states).float()
+        if not return_dict:
+            return (logits,) + outputs[1:]
+        return CausalLMOutputWithPast(logits=logits, past_key_values=outputs.past_key_values)
+
+    @staticmethod
+    def _reorder_cache(past, beam_idx):
+        return tuple((k.index_select(0, beam_idx.to(k.device)), v.index_select(0, beam_idx.to(v.device)))
+                     for k, v in past)
+'''
+
+
+def sources(family: str) -> dict[str, str]:
+    """``{file name: text}`` of the family's configuration and modeling files."""
+    if family in _CACHE_IMPORTS:
+        name, cap = family, {"phi3": "Phi3", "deepseek": "DeepseekV2", "minicpm": "MiniCPM"}[family]
+        return {
+            f"configuration_{name}.py": _CACHE_CONFIG.format(name=name, Name=cap),
+            f"modeling_{name}.py": _CACHE_MODELING.format(
+                name=name, Name=cap, imports=_CACHE_IMPORTS[family], mask=_CACHE_MASK[family].rstrip("\n"),
+                rotary=_ROTARY,
+            ),
+        }
+    if family == "internlm2":
+        return {"configuration_internlm2.py": _INTERNLM2_CONFIG,
+                "modeling_internlm2.py": _INTERNLM2_MODELING.format(rotary=_ROTARY)}
+    if family == "chatglm3":
+        return {"configuration_chatglm.py": _CHATGLM3_CONFIG,
+                "modeling_chatglm.py": _CHATGLM3_MODELING.format(rotary=_ROTARY)}
+    raise KeyError(f"unknown family {family!r}; known: {', '.join(FAMILIES)}")
+
+
+def _config_json(family: str) -> dict[str, Any]:
+    if family in _CACHE_IMPORTS:
+        cap = {"phi3": "Phi3", "deepseek": "DeepseekV2", "minicpm": "MiniCPM"}[family]
+        return {
+            "model_type": family, "architectures": [f"{cap}ForCausalLM"],
+            "auto_map": {"AutoConfig": f"configuration_{family}.{cap}Config",
+                         "AutoModelForCausalLM": f"modeling_{family}.{cap}ForCausalLM"},
+            "vocab_size": _SIZES["vocab_size"], "hidden_size": _SIZES["hidden_size"],
+            "num_attention_heads": _SIZES["num_attention_heads"], "num_hidden_layers": _SIZES["layers"],
+            "intermediate_size": _SIZES["intermediate_size"],
+            # The long-context checkpoints of these families ship a scaling dict keyed "type".
+            "rope_scaling": {"type": "linear", "factor": 2.0},
+        }
+    if family == "internlm2":
+        return {
+            "model_type": "internlm2", "architectures": ["InternLM2ForCausalLM"],
+            "auto_map": {"AutoConfig": "configuration_internlm2.InternLM2Config",
+                         "AutoModelForCausalLM": "modeling_internlm2.InternLM2ForCausalLM"},
+            # No rope_scaling: plain RoPE, the common case (4.x reads None; 5.x synthesizes default parameters).
+            "num_hidden_layers": _SIZES["layers"],
+        }
+    return {
+        "model_type": "chatglm", "architectures": ["ChatGLMModel"],
+        "auto_map": {"AutoConfig": "configuration_chatglm.ChatGLMConfig",
+                     "AutoModel": "modeling_chatglm.ChatGLMForConditionalGeneration",
+                     "AutoModelForCausalLM": "modeling_chatglm.ChatGLMForConditionalGeneration"},
+        "num_layers": _SIZES["layers"], "use_cache": True,
+    }
+
+
+def write_family(family: str, directory: str | Path) -> Path:
+    """Lay out the family's local remote-code repo in ``directory``."""
+    import uuid
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    # transformers caches remote modules by content hash: a fresh module (and classes created under the patches
+    # in place now) for every repo written, so that a probe never reuses classes of an earlier state.
+    stamp = f"# hf_genfix repo {uuid.uuid4().hex}\n"
+    for name, text in sources(family).items():
+        (directory / name).write_text(stamp + text)
+    (directory / "config.json").write_text(json.dumps(_config_json(family), indent=1))
+    return directory
+
+
+def load_family(directory: str | Path, seed: int = 0) -> Any:
+    """The family's model loaded as users load a Hub repo: ``AutoConfig.from_pretrained(trust_remote_code=True)``
+    then ``AutoModelForCausalLM.from_config(trust_remote_code=True)`` (float32, eval, eager attention)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = AutoConfig.from_pretrained(str(directory), trust_remote_code=True)
+    config._attn_implementation = "eager"
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config, trust_remote_code=True)
+    return model.float().eval()
+
+
+# Equal lengths for chatglm3: its position ids ignore padding unless its tokenizer supplies them (it does; the
+# tiny repo has no tokenizer), so a left-padded batch is not a scenario its authors supported.
+EQUAL_ROWS = ((17, 44, 91, 23, 5), (60, 12, 77, 38, 101))
+
+
+def rows_for(family: str) -> tuple[tuple[int, ...], ...]:
+    from .decode import DEFAULT_ROWS
+
+    return EQUAL_ROWS if family == "chatglm3" else DEFAULT_ROWS
+
+
+def check_family(family: str, directory: str | Path | None = None, max_new_tokens: int = 4) -> dict[str, Any]:
+    """Write, load and check one family: greedy ``generate()`` on a batch equals greedy decoding by full no-cache
+    forwards, and after the prefill each forward gets one new token and the cache (``check_legacy_generate``).
+    A failure to load (an import or config error of the remote code) is a ``DefectObserved`` too."""
+    import tempfile
+
+    from .decode import UPSTREAM_ERRORS
+    from .legacy import check_legacy_generate
+    from .outcome import DefectObserved
+
+    with tempfile.TemporaryDirectory(prefix=f"genfix_{family}_") as tmp:
+        repo = write_family(family, Path(directory or tmp) / family)
+        try:
+            model = load_family(repo)
+        except (ImportError, KeyError, *UPSTREAM_ERRORS) as exc:
+            raise DefectObserved(f"{family}: loading the remote code fails: {type(exc).__name__}: {exc}",
+                                 error=type(exc).__name__) from exc
+        return check_legacy_generate(model, rows=rows_for(family), max_new_tokens=max_new_tokens)

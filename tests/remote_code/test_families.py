@@ -1,0 +1,130 @@
+"""Old trust_remote_code models of five families (our tiny repos using their API patterns, see
+``hf_genfix.oracles.legacy_models``) load and generate on every release with hf_genfix, and fail without it
+exactly on the releases measured.
+
+Oracle (``check_family``): greedy ``generate()`` on a batch (left-padded, equal lengths for chatglm3) equals
+greedy decoding by full no-cache forwards of each unpadded row, and after the prefill every forward receives one
+new token and a cache holding the sequence so far.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from hf_genfix.oracles.legacy_models import FAMILIES  # noqa: E402
+
+# Releases on which the family fails without hf_genfix (measured 4.40.2 .. 5.24.0; docs/remote-code.md).
+FAILS_WITHOUT = {
+    "phi3": ">=4.49.0",
+    "deepseek": ">=4.49.0",
+    "minicpm": ">=4.49.0",
+    "internlm2": ">=4.54.0",
+    "chatglm3": ">=4.42.0",
+}
+# Every patch these models rely on (legacy-cache: their 4.40-style prepare_inputs_for_generation).
+REMOTE_PATCHES = (
+    "legacy-cache", "remote-code-cache-api", "remote-code-attn-mask-utils", "remote-code-removed-names",
+    "remote-code-rope-scaling", "remote-code-model-methods", "remote-code-extract-past",
+    "remote-code-config-defaults", "remote-code-num-hidden-layers", "remote-code-update-kwargs",
+    "remote-code-mask-warning",
+)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def decided():
+    from hf_genfix.cli import load_targets
+
+    load_targets()  # every patch decided before the first remote class is created
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_family_generates_like_the_reference_with_hf_genfix(family, tmp_path):
+    from hf_genfix.oracles.legacy_models import check_family
+
+    figures = check_family(family, tmp_path)
+    assert figures["forwards"] == 4  # prefill + 3 decode steps, one token each
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_without_hf_genfix_the_family_fails_exactly_where_measured(family, tmp_path):
+    import hf_genfix
+    from hf_genfix._registry import in_range, transformers_version
+    from hf_genfix.oracles import DefectObserved
+    from hf_genfix.oracles.legacy_models import check_family
+
+    with hf_genfix.disabled(*REMOTE_PATCHES):
+        if in_range(FAILS_WITHOUT[family], transformers_version()):
+            with pytest.raises(DefectObserved):
+                check_family(family, tmp_path / "off")
+            return
+        without = check_family(family, tmp_path / "off")
+    # Differential: where upstream runs the model, hf_genfix gives the same tokens.
+    assert check_family(family, tmp_path / "on")["sequences"] == without["sequences"]
+
+
+MODERN_CONFIG = """
+from transformers import LlamaConfig
+
+
+class ModernConfig(LlamaConfig):
+    model_type = "modern"
+"""
+
+MODERN_MODELING = """
+from transformers import LlamaForCausalLM
+from transformers.cache_utils import Cache
+
+from .configuration_modern import ModernConfig
+
+
+class ModernForCausalLM(LlamaForCausalLM):
+    config_class = ModernConfig
+
+    def forward(self, input_ids=None, **kwargs):
+        cache = kwargs.get("past_key_values", kwargs.get("cache"))
+        self.cache_types = getattr(self, "cache_types", []) + [type(cache).__name__ if isinstance(cache, Cache) else None]
+        return super().forward(input_ids=input_ids, **kwargs)
+"""
+
+
+def test_remote_code_written_for_this_release_is_untouched(tmp_path):
+    """A remote model that uses only the installed release's API generates bit-identically with and without
+    hf_genfix, and its forward receives the real cache object."""
+    import json
+
+    import torch
+
+    import hf_genfix
+    from hf_genfix.oracles.decode import DEFAULT_ROWS
+    from hf_genfix.oracles.generation import generate_steps, left_pad
+    from hf_genfix.oracles.legacy import load_remote_model
+    from hf_genfix.oracles.tiny import tiny_config
+
+    (tmp_path / "configuration_modern.py").write_text(MODERN_CONFIG)
+    (tmp_path / "modeling_modern.py").write_text(MODERN_MODELING)
+    config = {k: v for k, v in tiny_config("llama").to_dict().items() if not k.startswith("_")}
+    config.update(model_type="modern", architectures=["ModernForCausalLM"],
+                  auto_map={"AutoConfig": "configuration_modern.ModernConfig",
+                            "AutoModelForCausalLM": "modeling_modern.ModernForCausalLM"})
+    (tmp_path / "config.json").write_text(json.dumps(config, default=str))
+    model = load_remote_model(tmp_path)
+    seen = []
+    model.register_forward_pre_hook(
+        lambda m, a, k: seen.append(type(k.get("past_key_values", k.get("cache")))), with_kwargs=True)
+    ids, mask = left_pad(DEFAULT_ROWS)
+    on = generate_steps(model, ids, mask, max_new_tokens=4, pad_token_id=0)
+    with hf_genfix.disabled():
+        off = generate_steps(model, ids, mask, max_new_tokens=4, pad_token_id=0)
+    assert torch.equal(on.sequences, off.sequences)
+    assert all(torch.equal(a, b) for a, b in zip(on.step_logits, off.step_logits))
+    assert all("LegacyCacheView" not in t.__name__ for t in seen), seen
+
+
+def test_remote_patches_exist():
+    from hf_genfix._manifest import load_dir
+
+    ids = {m.id for m in load_dir()}
+    assert set(REMOTE_PATCHES) <= ids

@@ -1,0 +1,124 @@
+"""Restored names exist for remote code only, and behave as in the last release that had them."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+
+def _loader_wrapper(names=None, modules=None):
+    from hf_genfix.fixes._remote_code import restoring
+
+    seen = {}
+
+    def loader():
+        seen["mask_utils"] = importlib.import_module("transformers.modeling_attn_mask_utils")
+        from transformers.utils.import_utils import is_torch_fx_available
+
+        seen["fx"] = is_torch_fx_available()
+        return seen
+
+    return restoring(modules=modules, names=names), loader
+
+
+def test_served_only_while_remote_code_loads():
+    from hf_genfix.fixes import remote_code_attn_mask_utils as mask_fix
+    from hf_genfix.fixes import remote_code_removed_names as names_fix
+
+    import transformers.utils.import_utils as import_utils
+
+    had_module = importlib.util.find_spec("transformers.modeling_attn_mask_utils") is not None
+    had_fx = hasattr(import_utils, "is_torch_fx_available")
+    wrapper, loader = _loader_wrapper(names=names_fix.NAMES, modules={mask_fix.MODULE: mask_fix._module})
+    seen = wrapper(loader, None, (), {})
+    assert seen["fx"] is True
+    assert hasattr(seen["mask_utils"], "_prepare_4d_causal_attention_mask")
+    # Afterwards nothing that was missing is visible.
+    assert hasattr(import_utils, "is_torch_fx_available") == had_fx
+    if not had_module:
+        assert "transformers.modeling_attn_mask_utils" not in sys.modules
+        with pytest.raises(ImportError):
+            importlib.import_module("transformers.modeling_attn_mask_utils")
+
+
+def test_constraints_import_but_refuse_to_run():
+    from hf_genfix.fixes.remote_code_removed_names import _removed_constraint
+
+    cls = _removed_constraint("DisjunctiveConstraint")
+    with pytest.raises(NotImplementedError, match="removed in transformers 5.0"):
+        cls([[1, 2]])
+
+
+@pytest.mark.parametrize("sliding_window", [None, 3])
+@pytest.mark.parametrize("past", [0, 4])
+def test_mask_helpers_equal_the_release_module_where_it_exists(sliding_window, past):
+    upstream = pytest.importorskip("transformers.modeling_attn_mask_utils")
+    if getattr(upstream, "__file__", "").endswith("_legacy_attn_mask_utils.py"):
+        pytest.skip("this release has no modeling_attn_mask_utils to compare with")
+    from hf_genfix.fixes import _legacy_attn_mask_utils as ours
+
+    embeds = torch.zeros(2, 5, 8)
+    mask = torch.tensor([[0, 0, 1, 1, 1, 1, 1, 1, 1], [1] * 9])[:, -(5 + past):]
+    for name in ("_prepare_4d_causal_attention_mask", "_prepare_4d_causal_attention_mask_for_sdpa"):
+        for m in (mask, None, torch.ones_like(mask)):
+            a = getattr(ours, name)(m, (2, 5), embeds, past, sliding_window=sliding_window)
+            b = getattr(upstream, name)(m, (2, 5), embeds, past, sliding_window=sliding_window)
+            assert (a is None) == (b is None), (name, m)
+            if a is not None:
+                assert torch.equal(a, b), (name, m, sliding_window, past)
+    assert torch.equal(ours._prepare_4d_attention_mask(mask, torch.float32, 5),
+                       upstream._prepare_4d_attention_mask(mask, torch.float32, 5))
+
+
+def test_rope_scaling_reads_the_4x_value():
+    from hf_genfix.fixes.remote_code_rope_scaling import old_rope_scaling
+
+    assert old_rope_scaling({"rope_theta": 10000.0, "rope_type": "default"}) is None
+    assert old_rope_scaling({"type": "linear", "factor": 2.0, "rope_theta": 1e4, "rope_type": "linear"}) == {
+        "type": "linear", "factor": 2.0, "rope_type": "linear"}
+    assert old_rope_scaling({"rope_type": "yarn", "factor": 4.0}) == {"rope_type": "yarn", "factor": 4.0,
+                                                                       "type": "yarn"}
+    assert old_rope_scaling(None) is None
+
+
+def test_extract_past_has_both_old_meanings():
+    from transformers.modeling_outputs import CausalLMOutputWithPast
+
+    from hf_genfix.fixes.remote_code_model_methods import extract_past_from_model_output
+
+    out = CausalLMOutputWithPast(logits=torch.zeros(1, 1, 2), past_key_values=((torch.ones(1),),))
+    assert extract_past_from_model_output(object(), out, standardize_cache_format=False) is out.past_key_values
+    assert extract_past_from_model_output(object(), out) == ("past_key_values", out.past_key_values)
+
+
+def test_head_mask_as_in_4_57():
+    from hf_genfix.fixes.remote_code_model_methods import get_head_mask
+
+    model = type("M", (), {"dtype": torch.float32})()
+    assert get_head_mask(model, None, 3) == [None, None, None]
+    assert get_head_mask(model, torch.ones(4), 3).shape == (3, 1, 4, 1, 1)
+    assert get_head_mask(model, torch.ones(3, 4), 3).shape == (3, 1, 4, 1, 1)
+
+
+def test_check_generation_names_the_removed_api_a_remote_model_uses(tmp_path):
+    from hf_genfix.fixes._remote_code import removed_api
+    from hf_genfix.oracles.legacy_models import load_family, write_family
+    from hf_genfix.testing import check_generation
+
+    model = load_family(write_family("phi3", tmp_path / "phi3"))
+    found = {what: patch for what, _, patch in removed_api(type(model))}
+    assert "Cache.get_usable_length()" in found and "DynamicCache.from_legacy_cache()" in found
+    assert "transformers.modeling_attn_mask_utils" in found and 'config.rope_scaling["type"]' in found
+    report = check_generation(model, checks=["cache"], patches="off", max_new_tokens=3)
+    from hf_genfix._registry import in_range, transformers_version
+
+    if in_range(">=4.49.0", transformers_version()):  # without hf_genfix the model crashes there
+        (result,) = report.checks
+        assert not result.passed
+        assert "remote-code-cache-api" in result.message and "get_usable_length" in result.message
