@@ -101,6 +101,8 @@ def load(vocab: str, loader: str, tmp_root: Path):
         if loader in ("slow", "fast") or (loader == "auto" and vocab != "tekken"):
             pytest.importorskip("sentencepiece", reason="reading a tokenizer.model needs sentencepiece "
                                                         "(pip install hf-genfix[real-tokenizers])")
+        if vocab == "tekken":
+            _mistral_common_class()  # a tekken.json-only repo loads through that class or not at all
         folder = _repo(vocab, tmp_root)
         if loader == "slow":
             cls = transformers.LlamaTokenizer
@@ -276,7 +278,8 @@ def _table_row() -> str:
             lines.append(f"| {transformers.__version__} | {vocab}-{loader} | {type(exc).__name__}: "
                          f"{str(exc).splitlines()[0][:80]} | | | | |")
             continue
-        pad = f"{plain['pad']!r}" + ("" if patched["pad"] == plain["pad"] else f" -> {patched['pad']!r}")
+        pad = (f"{plain['pad']!r} ({plain['pad_id']})" if plain["pad"] is not None else "none") + (
+            "" if patched["pad"] == plain["pad"] else f" -> {patched['pad']!r} ({patched['pad_id']})")
         cls = plain["class"] + ("" if patched["class"] == plain["class"] else f" -> {patched['class']}")
         side = plain["side"] + ("" if patched["side"] == plain["side"] else f" -> {patched['side']}")
         lines.append(f"| {transformers.__version__} | {vocab}-{loader} | {cls} | {pad} | {side} "
