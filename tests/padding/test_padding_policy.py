@@ -118,3 +118,15 @@ def test_refusals_and_a_clear_error_without_pad_or_eos():
         policy.prepare(["a"], padding=True)
     with pytest.raises(TypeError):
         policy.prepare(["a", [1, 2]])
+
+
+def test_a_negative_pad_id_means_no_pad_token():
+    """sentencepiece's -1 ("no pad"), which 4.x MistralCommonTokenizer gives for a v3 .model: pad with eos."""
+    from types import SimpleNamespace
+
+    from hf_genfix import BatchPaddingPolicy
+
+    tok = SimpleNamespace(pad_token_id=-1, eos_token_id=2)
+    batch = BatchPaddingPolicy(tok).prepare([[5, 6, 7], [8]])
+    assert batch.generate_kwargs["pad_token_id"] == 2
+    assert batch.inputs["input_ids"].tolist() == [[5, 6, 7], [2, 2, 8]]

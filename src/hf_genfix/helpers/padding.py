@@ -140,7 +140,9 @@ class BatchPaddingPolicy:
 def _default_pad(tokenizer: Any) -> int:
     for name in ("pad_token_id", "eos_token_id"):
         value = getattr(tokenizer, name, None)
-        if value is not None:
+        # sentencepiece's "no pad" is -1: transformers 4.x MistralCommonTokenizer returns it as pad_token_id for
+        # Mistral's v3 .model file, and an embedding lookup of -1 raises inside generate().
+        if value is not None and int(value) >= 0:
             return int(value)
     raise ValueError(
         "the tokenizer has neither a pad nor an eos token: pass BatchPaddingPolicy(tokenizer, pad_token_id=...) "
