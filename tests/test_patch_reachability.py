@@ -77,6 +77,17 @@ model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sa
 """
 
 
+def _remote(family: str) -> str:
+    return f"""
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM
+config = AutoConfig.from_pretrained(REPO + "/remote-{family}", trust_remote_code=True)
+model = AutoModelForCausalLM.from_config(config, trust_remote_code=True).eval()
+ids = torch.tensor([[17, 44, 91, 23, 5]])
+model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sample=False)
+"""
+
+
 # patch id -> the programs that meet its defect (names of PROGRAM_CODE). A patch missing here fails its test.
 PROGRAMS: dict[str, tuple[str, ...]] = {
     "pad-token": ("tokenizer", "pipeline"),
@@ -91,6 +102,17 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "drafting-mtp-init": ("mistral-assisted",),  # the generator class lives in candidate_generator, as above
     "model-rwkv-batch": ("rwkv",),
     "padding-prefill-chunks": ("mistral-prefill-chunks",),
+    # remote code: a trust_remote_code repo written for an older transformers, loaded and generating
+    "remote-code-attn-mask-utils": ("remote-deepseek",),
+    "remote-code-mask-warning": ("remote-deepseek",),
+    "remote-code-cache-api": ("remote-deepseek",),
+    "remote-code-removed-names": ("remote-deepseek",),
+    "remote-code-model-methods": ("remote-chatglm3",),
+    "remote-code-extract-past": ("remote-chatglm3",),
+    "remote-code-update-kwargs": ("remote-chatglm3",),
+    "remote-code-config-defaults": ("remote-chatglm3",),
+    "remote-code-num-hidden-layers": ("remote-chatglm3",),
+    "remote-code-rope-scaling": ("remote-internlm2",),
     "decoding-prompt-lookup-length": ("llama-prompt-lookup",),
     "decoding-prompt-lookup-no-eos": ("llama-prompt-lookup",),
     "decoding-gpt-neox-static-cache": ("gpt-neox-static",),
@@ -130,6 +152,9 @@ model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sa
     "gemma4-text": _generate("gemma4"),
     "rwkv": _generate("rwkv", "RwkvForCausalLM"),
     "llama-prompt-lookup": _generate("llama", prompt_lookup_num_tokens=3),
+    "remote-deepseek": _remote("deepseek"),
+    "remote-chatglm3": _remote("chatglm3"),
+    "remote-internlm2": _remote("internlm2"),
     "gpt-neox-static": _generate("gpt-neox", cache_implementation="static"),
     "gemma3-vlm": _generate("gemma3-vlm", "Gemma3ForConditionalGeneration"),
     "gemma4-vlm": _generate("gemma4-vlm", "Gemma4ForConditionalGeneration"),
@@ -158,6 +183,10 @@ def _write_repos(root: Path) -> dict[str, str]:
     from hf_genfix.oracles.tiny import tiny_config, tiny_model
     from hf_genfix.oracles.tokenizers import special_ids, write_repo
 
+    from hf_genfix.oracles.legacy_models import write_family
+
+    for family in ("deepseek", "chatglm3", "internlm2"):
+        write_family(family, root / f"remote-{family}")
     write_repo("llama3", root / "llama3")
     write_repo("mistral", root / "mistral-tok")
     write_repo("llama3", root / "checkpoint")

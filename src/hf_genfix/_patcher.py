@@ -207,10 +207,15 @@ class Patcher:
         return self._wrap_on(parent, attr, value, wrapper, enabled)
 
     def replace(self, target: str, value: Any) -> None:
-        """Set ``target`` to ``value`` (restored by revert)."""
+        """Set ``target`` to ``value`` (restored by revert). ``disabled()`` switches wrappers, not replaced values:
+        a replaced value that corrects behaviour checks ``self.on()`` itself."""
         self._declared(target)
         parent, attr, _ = resolve(target)
         self._set(parent, attr, value)
+
+    def on(self) -> bool:
+        """Whether this patch is in effect for the calling thread or task (False inside its ``disabled()``)."""
+        return not (_SUPPRESSED.get() and is_suppressed(self.patch_id))
 
     def wrap_subclasses(
         self,

@@ -49,7 +49,7 @@ def install(patcher: Any) -> None:
 
     def fget(self: Any) -> Any:
         value = current.fget(self)
-        return old_rope_scaling(value) if is_remote(type(self)) else value
+        return old_rope_scaling(value) if is_remote(type(self)) and patcher.on() else value
 
     patcher.replace(TARGET, property(fget, current.fset, current.fdel, current.__doc__))
 

@@ -30,6 +30,11 @@ PROGRAMS: dict[str, str] = {
     "phi3": "from transformers import Phi3ForCausalLM",
     "gpt-neox": "from transformers import GPTNeoXForCausalLM",
     "rwkv": "from transformers import RwkvForCausalLM",
+    # A trust_remote_code load: from_pretrained fetches the class through dynamic_module_utils, and the remote
+    # modeling file written for 4.3x-4.4x imports the mask helpers and the model and generation bases.
+    "remote-code": "from transformers import AutoModelForCausalLM\nimport transformers.dynamic_module_utils\n"
+                   "import transformers.modeling_utils, transformers.generation.utils\n"
+                   "try:\n    import transformers.modeling_attn_mask_utils\nexcept ImportError:\n    pass",
     "gemma3-vlm": "from transformers import Gemma3ForConditionalGeneration",
     "gemma4-vlm": "from transformers import Gemma4ForConditionalGeneration",
 }
@@ -49,6 +54,11 @@ BY_ID: dict[str, str] = {
     "prepare-inputs-logits-to-keep": "phi3",
     "decoding-gpt-neox-static-cache": "gpt-neox",
     "model-rwkv-batch": "rwkv",
+    **{pid: "remote-code" for pid in (
+        "remote-code-attn-mask-utils", "remote-code-cache-api", "remote-code-config-defaults",
+        "remote-code-extract-past", "remote-code-mask-warning", "remote-code-model-methods",
+        "remote-code-num-hidden-layers", "remote-code-removed-names", "remote-code-rope-scaling",
+        "remote-code-update-kwargs")},
     "sliding-window-image-index-gemma3": "gemma3-vlm",
     "sliding-window-image-mask-gemma3": "gemma3-vlm",
     "sliding-window-image-static-gemma3": "gemma3-vlm",
