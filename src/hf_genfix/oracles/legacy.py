@@ -21,6 +21,7 @@ from typing import Any, Sequence
 from .decode import DEFAULT_ROWS, UPSTREAM_ERRORS
 from .generation import check_rows_against_reference, generate_steps, left_pad
 from .outcome import DefectObserved
+from .precision import cast
 from .tiny import tiny_config
 
 CONFIGURATION_SOURCE = '''\
@@ -150,7 +151,7 @@ def load_remote_model(directory: str | Path, seed: int = 0) -> Any:
     config._attn_implementation = "eager"
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config, trust_remote_code=True)
-    return model.float().eval()
+    return cast(model.float())
 
 
 def check_legacy_generate(

@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 from .generation import Rows, check_rows_against_reference, generate_steps, left_pad
 from .outcome import DefectObserved, ProbeSkipped
+from .precision import cast
 from .tiny import tiny_config, tiny_model
 
 WINDOW = 8
@@ -85,7 +86,7 @@ def gemma4_drafter(target: Any, seed: int = 1, window: int = WINDOW) -> Any:
     torch.manual_seed(seed)
     try:
         with torch.no_grad():
-            return Gemma4AssistantForCausalLM(config).float().eval()
+            return cast(Gemma4AssistantForCausalLM(config).float())
     except ValueError as exc:
         if "layer types producing a cache" not in str(exc):
             raise

@@ -23,7 +23,8 @@ from typing import Any, Callable, Iterable, Sequence
 from . import decode, sliding
 from .generation import check_rows_against_reference, generate_steps, left_pad
 from .outcome import DefectObserved, ProbeSkipped
-from .reference import ATOL, reference_logits
+from .precision import cast, tolerance
+from .reference import reference_logits
 from .tiny import tiny_config
 
 WINDOW = sliding.WINDOW
@@ -79,9 +80,9 @@ class Subject:
         (row,) = self.rows(8, seed=99)
         full = reference_logits(self.model, row)
         prefix = reference_logits(self.model, row[:5])
-        if not float((full[:5] - prefix).abs().max()) <= ATOL:
+        if not float((full[:5] - prefix).abs().max()) <= tolerance():
             raise ProbeSkipped("not causal with its default config (an encoder used as a decoder)")
-        ids = torch.tensor([row])
+        ids = torch.tensor([row], device=self.model.device)
         with torch.no_grad():
             out = self.model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=True)
         cache = getattr(out, "past_key_values", None) or getattr(out, "cache", None)
@@ -100,7 +101,7 @@ class Subject:
         import torch
 
         gen = torch.Generator().manual_seed(seed)
-        return [torch.randint(3, self.vocab, (n,), generator=gen).tolist() for n in lengths]
+        return [torch.randint(3, self.vocab, (n,), generator=gen, device="cpu").tolist() for n in lengths]
 
 
 def _sliding_overrides(model_type: str) -> dict[str, Any]:
@@ -134,7 +135,7 @@ def build(model_type: str, seed: int = 0, **overrides: Any) -> Any:
     torch.manual_seed(seed)
     with torch.no_grad():
         model = AutoModelForCausalLM.from_config(config)
-    return model.float().eval()
+    return cast(model.float())
 
 
 def _composite(config: Any) -> bool:
