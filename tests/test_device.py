@@ -110,24 +110,24 @@ def _syncs(model, ids, mask, new_tokens, patched):
     return counter.count
 
 
-def _scenario(name, device):
-    from hf_genfix.oracles import left_pad, precision, right_pad, tiny_model
+def _scenario(name):
+    """On the device (and in the dtype) of ``oracles.precision``: cpu here, cuda under benchmarks/gpu_check.sh."""
+    from hf_genfix.oracles import left_pad, right_pad, tiny_model
 
     rows = [[5, 6, 7, 8, 9, 10], [11, 12, 13], [14, 15, 16, 17, 18, 19, 20, 21, 22]]
-    with precision(device=device):
-        if name == "left-padded":
-            return tiny_model("llama"), *left_pad(rows)
-        if name == "right-padded":
-            return tiny_model("llama"), *right_pad(rows)
-        return tiny_model("mistral", sliding_window=8), *left_pad(rows)  # decodes past the window
+    if name == "left-padded":
+        return tiny_model("llama"), *left_pad(rows)
+    if name == "right-padded":
+        return tiny_model("llama"), *right_pad(rows)
+    return tiny_model("mistral", sliding_window=8), *left_pad(rows)  # decodes past the window
 
 
 @pytest.mark.parametrize("scenario", ["left-padded", "right-padded", "past-the-window"])
-def test_no_sync_per_decode_step(scenario, capsys, device="cpu"):
+def test_no_sync_per_decode_step(scenario, capsys):
     from hf_genfix.cli import load_targets
 
     load_targets()
-    model, ids, mask = _scenario(scenario, device)
+    model, ids, mask = _scenario(scenario)
     short, long = 3, 9
     counts = {patched: (_syncs(model, ids, mask, short, patched), _syncs(model, ids, mask, long, patched))
               for patched in (False, True)}
