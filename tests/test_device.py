@@ -95,7 +95,7 @@ class SyncCounter:
             torch.equal = saved_equal
 
 
-def _syncs(model, ids, mask, new_tokens, patched):
+def _syncs(model, ids, mask, new_tokens, patched, **kwargs):
     import importlib
 
     # right-padding remembers the last 16 batches it realigned and compares a call's mask with each (a cost per
@@ -106,7 +106,7 @@ def _syncs(model, ids, mask, new_tokens, patched):
     context = contextlib.nullcontext() if patched else hf_genfix.disabled()
     with context, torch.no_grad(), counter.counting():
         model.generate(ids, attention_mask=mask, max_new_tokens=new_tokens, min_new_tokens=new_tokens,
-                       do_sample=False, pad_token_id=0)
+                       do_sample=False, pad_token_id=0, **kwargs)
     return counter.count
 
 
@@ -119,17 +119,20 @@ def _scenario(name):
         return tiny_model("llama"), *left_pad(rows)
     if name == "right-padded":
         return tiny_model("llama"), *right_pad(rows)
-    return tiny_model("mistral", sliding_window=8), *left_pad(rows)  # decodes past the window
+    # Decodes past the window (a static cache: the 4.56 static sliding-window patch wraps its layers).
+    return tiny_model("mistral", sliding_window=8), *left_pad(rows)
 
 
-@pytest.mark.parametrize("scenario", ["left-padded", "right-padded", "past-the-window"])
+@pytest.mark.parametrize("scenario", ["left-padded", "right-padded", "past-the-window", "static-past-the-window"])
 def test_no_sync_per_decode_step(scenario, capsys):
     from hf_genfix.cli import load_targets
 
     load_targets()
     model, ids, mask = _scenario(scenario)
+    extra = {"cache_implementation": "static"} if scenario.startswith("static") else {}
     short, long = 3, 9
-    counts = {patched: (_syncs(model, ids, mask, short, patched), _syncs(model, ids, mask, long, patched))
+    counts = {patched: (_syncs(model, ids, mask, short, patched, **extra),
+                        _syncs(model, ids, mask, long, patched, **extra))
               for patched in (False, True)}
     per_step = {p: (c[1] - c[0]) / (long - short) for p, c in counts.items()}
     per_call = {p: c[0] - per_step[p] * short for p, c in counts.items()}
