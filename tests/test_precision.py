@@ -13,7 +13,14 @@ from hf_genfix.oracles import DefectObserved, current, left_pad, precision, tiny
 from hf_genfix.oracles.precision import ATOLS, dtype_name  # noqa: E402
 
 
-def test_setting_is_scoped_and_models_follow_it():
+@pytest.fixture
+def plain():
+    """float32, CPU, eager: these tests say what the setting changes, whatever --genfix-* the run was given."""
+    with precision("float32", "cpu", "eager"):
+        yield
+
+
+def test_setting_is_scoped_and_models_follow_it(plain):
     assert current().default and tolerance() == 1e-4
     with precision("bf16") as outer:
         assert outer.dtype == "bfloat16" and tolerance() == ATOLS["bfloat16"]
@@ -54,7 +61,7 @@ def test_a_bfloat16_probe_still_sees_the_defect():
     assert figures["max_logit_diff"] <= ATOLS["bfloat16"]
 
 
-def test_check_generation_on_a_converted_copy():
+def test_check_generation_on_a_converted_copy(plain):
     from hf_genfix.testing import check_generation
 
     model = tiny_model("llama")

@@ -150,7 +150,8 @@ def load_remote_model(directory: str | Path, seed: int = 0) -> Any:
     config = AutoConfig.from_pretrained(str(directory), trust_remote_code=True)
     config._attn_implementation = "eager"
     torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(config, trust_remote_code=True)
+    with torch.device("cpu"):  # CUDA's generator would draw other weights for the seed
+        model = AutoModelForCausalLM.from_config(config, trust_remote_code=True)
     return cast(model.float())
 
 

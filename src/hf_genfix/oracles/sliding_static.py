@@ -109,7 +109,7 @@ def _build(config: Any, model_class: Any, attn: str, seed: int) -> Any:
         if getattr(config, sub, None) is not None:
             getattr(config, sub)._attn_implementation = attn
     torch.manual_seed(seed)
-    with torch.no_grad():
+    with torch.no_grad(), torch.device("cpu"):  # CUDA's generator would draw other weights for the seed
         model = model_class(config)
         # Gemma-3 initialises its vision projection to zeros: every soft token would be the same vector and an
         # image block's keys interchangeable, which hides exactly the masks under test.

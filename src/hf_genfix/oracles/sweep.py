@@ -133,7 +133,7 @@ def build(model_type: str, seed: int = 0, **overrides: Any) -> Any:
     if params > MAX_PARAMS:
         raise ProbeSkipped(f"the tiny config still gives {params / 1e6:.1f}M parameters")
     torch.manual_seed(seed)
-    with torch.no_grad():
+    with torch.no_grad(), torch.device("cpu"):  # CUDA's generator would draw other weights for the seed
         model = AutoModelForCausalLM.from_config(config)
     return cast(model.float())
 

@@ -76,13 +76,27 @@ def tiny_model(model_type: str, seed: int = 0, model_class: Any = None, **overri
     from transformers import AutoModelForCausalLM
 
     config = tiny_config(model_type, **overrides)
-    torch.manual_seed(seed)
-    with torch.no_grad():
-        if model_class is not None:
-            model = model_class(config)
-        else:
+
+    def build() -> Any:
+        torch.manual_seed(seed)
+        # On the CPU whatever the default device: CUDA's generator would draw other weights for the seed.
+        with torch.no_grad(), torch.device("cpu"):
+            if model_class is not None:
+                return model_class(config)
             try:
-                model = AutoModelForCausalLM.from_config(config)
+                return AutoModelForCausalLM.from_config(config)
             except ValueError as exc:
+                if "attention implementation" in str(exc) or "attn_implementation" in str(exc):
+                    raise
                 raise ProbeSkipped(f"no causal LM class for {model_type!r} in this release") from exc
+
+    try:
+        model = build()
+    except ValueError as exc:
+        # A kernel asked for by precision(attn=...) that this architecture lacks (T5 has no sdpa up to 5.12):
+        # the architecture runs eager, as transformers itself falls back when no kernel is named.
+        if "attn_implementation" in overrides or current().attn == "eager":
+            raise
+        config._attn_implementation = "eager"
+        model = build()
     return cast(model.float())
