@@ -53,7 +53,7 @@ step() {
   local name=$1 limit=$2; shift 2
   local left; left=$(remaining)
   if [ "$left" -le 5 ]; then
-    row "$name" "skipped" 0 "out of time (budget ${BUDGET}s)"
+    row "$name" "NOT RUN" 0 "out of time (budget ${BUDGET}s)"
     return
   fi
   [ "$limit" -gt "$left" ] && limit=$left
@@ -63,7 +63,7 @@ step() {
   rc=$?
   local took=$(( SECONDS - began )) detail
   # The verdict line when there is one (pytest's counts, doctor's OK/FAILED), else the last line of the log.
-  detail=$(grep -E '[0-9]+ (passed|failed|error)|^(OK|FAILED)|target' "$log" | tail -n 1)
+  detail=$(grep -E '[0-9]+ (passed|failed|error)|^(OK|FAILED)|target <=' "$log" | tail -n 1)
   [ -z "$detail" ] && detail=$(grep -v '^[[:space:]]*$' "$log" | tail -n 1)
   detail=$(printf '%s' "$detail" | cut -c1-110 | tr '|' '/')
   if [ "$rc" -eq 0 ]; then
