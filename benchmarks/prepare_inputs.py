@@ -20,7 +20,7 @@ import statistics
 import time
 
 from _paired import ratio as paired_ratio, report
-from _timing import cpu_timed
+from _timing import add_device_options, cpu_timed, use_device
 
 PATCHES = ("prepare-inputs", "prepare-inputs-logits-to-keep", "legacy-cache")
 
@@ -31,7 +31,9 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--new", type=int, default=256)
     parser.add_argument("--calls", type=int, default=20000)
+    add_device_options(parser)
     args = parser.parse_args()
+    use_device(args)
 
     import torch
     import transformers
@@ -79,7 +81,7 @@ def main() -> int:
         generate_call["next_sequence_length"] = 1
         generate_call["position_ids"] = (grown.cumsum(-1) - 1).clamp(min=0)
     else:
-        generate_call["cache_position"] = torch.tensor([ids.shape[1]])
+        generate_call["cache_position"] = torch.tensor([ids.shape[1]], device=ids.device)
     loop_call = {"past_key_values": cache, "attention_mask": grown}
 
     def per_call(context, call) -> float:

@@ -17,6 +17,7 @@ import statistics
 import time
 
 from _paired import ratio, report
+from _timing import add_device_options, use_device
 
 
 def main() -> int:
@@ -25,7 +26,9 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--new", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=3, help="runs per side in a pair (the fastest counts)")
+    add_device_options(parser)
     args = parser.parse_args()
+    use_device(args)
 
     import torch
     import transformers

@@ -29,6 +29,7 @@ import statistics
 import time
 
 from _paired import ratio as paired_ratio, report
+from _timing import add_device_options, use_device
 
 PATCH = "sliding-window-draft-keys"
 
@@ -38,7 +39,9 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=40)
     parser.add_argument("--new", type=int, default=64, help="new tokens per run")
     parser.add_argument("--hidden", type=int, default=32, help="hidden size of the tiny Mistral (window 8)")
+    add_device_options(parser)
     args = parser.parse_args()
+    use_device(args)
 
     import contextlib
 

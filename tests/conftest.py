@@ -119,3 +119,25 @@ def fake_world(tmp_path):
 
     (tmp_path / "genfix_fake_fix.py").write_text(FAKE_FIX)
     return World()
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("hf_genfix precision")
+    group.addoption("--genfix-dtype", default=None,
+                    help="build the oracles' tiny models in this dtype (float32, bfloat16, float16)")
+    group.addoption("--genfix-device", default=None, help="build them on this device (cpu, cuda, ...)")
+    group.addoption("--genfix-attn", default=None, help="with this attention kernel (eager, sdpa, flash_attention_2)")
+
+
+@pytest.fixture(autouse=True)
+def _genfix_precision(request):
+    """``--genfix-dtype/--genfix-device/--genfix-attn`` run every test inside ``oracles.precision()``: the probes
+    and oracles then build their models that way (benchmarks/gpu_check.sh uses it on a GPU)."""
+    options = [request.config.getoption(f"--genfix-{name}") for name in ("dtype", "device", "attn")]
+    if not any(options):
+        yield
+        return
+    from hf_genfix.oracles.precision import precision
+
+    with precision(*options):
+        yield

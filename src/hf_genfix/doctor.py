@@ -390,6 +390,8 @@ def render_text(report: dict[str, Any]) -> str:
     lines = [
         f"hf-genfix doctor: transformers {report['transformers'] or 'not installed'}, torch {report['torch']}, "
         f"python {report['python']}, hf_genfix {report['hf_genfix']}"
+        + (f", {report['dtype']} on {report['device']}" if report.get("dtype", "float32") != "float32"
+           or report.get("device", "cpu") != "cpu" else "")
     ]
     if report["transformers"] is None:
         lines.append("transformers is not installed: nothing to check")
@@ -460,11 +462,28 @@ def main(argv: Sequence[str] | None = None, registry: Any = None) -> int:
                         help="with --sweep: also run every scenario without hf_genfix and compare the outputs "
                              "(never worse than upstream; about twice the time)")
     parser.add_argument("--quiet", action="store_true", help="with --sweep: no progress lines on stderr")
+    parser.add_argument("--dtype", default="float32", metavar="DTYPE",
+                        help="build the probes' models in DTYPE: float32 (default), bfloat16 or float16; logits "
+                             "are compared within that dtype's tolerance (docs/precision.md)")
+    parser.add_argument("--device", default="cpu", metavar="DEVICE",
+                        help="run the probes on DEVICE (default cpu; e.g. cuda, cuda:1)")
     args = parser.parse_args(list(argv or []))
     if args.differential and not args.sweep:
         parser.error("--differential goes with --sweep")
 
+    from .oracles.precision import dtype_name, precision
+
+    try:
+        dtype = dtype_name(args.dtype)
+    except ValueError as exc:
+        parser.error(str(exc))
+    with precision(dtype, args.device) as setting:
+        return _main(args, registry, setting)
+
+
+def _main(args: argparse.Namespace, registry: Any, setting: Any) -> int:
     report = diagnose(registry, only=args.patch)
+    report["dtype"], report["device"] = setting.dtype, setting.device
     exit_code = 0 if report["ok"] else 1
     if args.sweep and report["transformers"] is not None:
         from .oracles import sweep as sweep_mod

@@ -66,10 +66,10 @@ def probe() -> dict[str, Any]:
 
     model = tiny_model("phi3")
     row = list(DEFAULT_ROWS[1])
-    ids = torch.tensor([row])
+    ids = torch.tensor([row], device=model.device)
     call: dict[str, Any] = {"attention_mask": torch.ones_like(ids), "use_cache": True}
     if "cache_position" in inspect.signature(model.prepare_inputs_for_generation).parameters:
-        call["cache_position"] = torch.arange(ids.shape[1])  # what the method needs up to 5.2
+        call["cache_position"] = torch.arange(ids.shape[1], device=ids.device)  # what the method needs up to 5.2
     with torch.no_grad():
         try:
             inputs = model.prepare_inputs_for_generation(ids, **call)

@@ -71,7 +71,8 @@ def probe() -> dict:
     from ..oracles.sliding_static import WINDOW
 
     model = tiny_model("gemma2", sliding_window=WINDOW)
-    rows = [torch.randint(3, 128, (12,), generator=torch.Generator().manual_seed(0)).tolist()]
+    rows = [torch.randint(3, 128, (12,), generator=torch.Generator().manual_seed(0),
+                          device="cpu").tolist()]
     ids, mask = left_pad(rows)
     try:
         run = generate_steps(model, ids, mask, max_new_tokens=6, cache_implementation="sliding_window",

@@ -124,7 +124,9 @@ def probe_gemma3() -> dict:
     """No-cache forward of a Gemma-3 image prompt (16 image tokens, window 8) against the policy's masks."""
     from ..oracles.sliding_static import tiny_gemma3_vlm
 
-    return _probe(tiny_gemma3_vlm, "Gemma-3 image prompt, block of 16 > window 8")
+    # Weights 5x the default spread: with the default (0.02) the leak moves logits by 0.013 only (5.12), under
+    # bfloat16's tolerance (docs/precision.md); with 0.1 it moves them by 0.087 in float32 and bfloat16 alike.
+    return _probe(lambda: tiny_gemma3_vlm(initializer_range=0.1), "Gemma-3 image prompt, block of 16 > window 8")
 
 
 def probe_gemma4() -> dict:

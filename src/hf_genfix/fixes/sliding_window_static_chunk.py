@@ -61,7 +61,7 @@ def probe() -> dict:
     from ..oracles.sliding_static import WINDOW, check_chunks, static_cache
 
     model = tiny_model("mistral", sliding_window=WINDOW)
-    ids = torch.randint(3, 128, (24,), generator=torch.Generator().manual_seed(0)).tolist()
+    ids = torch.randint(3, 128, (24,), generator=torch.Generator().manual_seed(0), device="cpu").tolist()
     try:
         # 5 (prefill) + 6 crosses the window, + 4 on a full window, then single tokens.
         return check_chunks(model, ids, (5, 6, 4), static_cache(model, 1, 32), "static sliding cache")

@@ -253,11 +253,11 @@ class DecodeState:
         self.cache = cache
         self.prompt_width = input_ids.shape[-1]
         eos = [eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id or ())
-        self._eos = torch.tensor(eos, dtype=torch.long) if eos else None
+        self._eos = torch.tensor(eos, dtype=torch.long, device=input_ids.device) if eos else None
         if self._eos is not None and pad_token_id is None:
             raise ValueError("eos_token_id needs a pad_token_id for the rows that have finished")
         self._pad = pad_token_id
-        self.finished = torch.zeros(input_ids.shape[0], dtype=torch.bool)
+        self.finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
 
     def inputs(self) -> dict[str, Any]:
         """Keyword arguments of the next forward: the tokens the cache lacks, the mask, positions, the cache."""

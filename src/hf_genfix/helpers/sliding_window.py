@@ -139,7 +139,7 @@ class SlidingWindowPolicy:
 
         in_block = torch.as_tensor(in_block).bool()
         starts = in_block & ~torch.nn.functional.pad(in_block, (1, 0))[:, :-1]
-        return torch.where(in_block, torch.cumsum(starts.long(), dim=1) - 1, torch.full(in_block.shape, -1))
+        return torch.where(in_block, torch.cumsum(starts.long(), dim=1) - 1, torch.full_like(starts, -1, dtype=torch.long))
 
     @staticmethod
     def block_overlay(block_ids: Any) -> MaskFunction:
@@ -187,7 +187,7 @@ class SlidingWindowPolicy:
         visible = kk <= qq
         if block_ids is not None:
             b = torch.as_tensor(block_ids)
-            rows = torch.arange(batch)[:, None]
+            rows = torch.arange(batch, device=b.device)[:, None]
             qb = b[rows, q.clamp(max=b.shape[-1] - 1)].masked_fill(q >= b.shape[-1], -1)
             kb = b[rows, k.clamp(max=b.shape[-1] - 1)].masked_fill(k >= b.shape[-1], -1)
             visible = visible | ((qb[:, :, None] == kb[:, None, :]) & (qb[:, :, None] >= 0))
@@ -195,7 +195,7 @@ class SlidingWindowPolicy:
             visible = visible & (kk > qq - self.window)
         if attention_mask is not None:
             am = torch.as_tensor(attention_mask).bool()
-            visible = visible & am[torch.arange(batch)[:, None], k][:, None, :]
+            visible = visible & am[torch.arange(batch, device=am.device)[:, None], k][:, None, :]
         return visible
 
     @staticmethod
@@ -206,5 +206,5 @@ class SlidingWindowPolicy:
         import torch
 
         dtype = dtype or torch.float32
-        out = torch.zeros(mask.shape, dtype=dtype)
+        out = torch.zeros(mask.shape, dtype=dtype, device=mask.device)
         return out.masked_fill(~mask, torch.finfo(dtype).min)[:, None]

@@ -8,10 +8,16 @@ from __future__ import annotations
 
 from .generation import GenRun, check_rows_against_reference, generate_steps, left_pad, right_pad
 from .outcome import DefectObserved, ProbeSkipped
+from .precision import ATOLS, Precision, current, precision, tolerance
 from .reference import assert_close, max_diff, reference_logits
 from .tiny import TINY_DEFAULTS, tiny_config, tiny_model
 
 __all__ = [
+    "ATOLS",
+    "Precision",
+    "current",
+    "precision",
+    "tolerance",
     "DefectObserved",
     "GenRun",
     "check_rows_against_reference",

@@ -127,7 +127,8 @@ def encoder_inputs(model: Any, rows: Sequence[Sequence[int]] = SEQ2SEQ_ROWS) -> 
     if "input_features" in forward_spec(model).names:
         generator = torch.Generator().manual_seed(0)
         frames = 2 * model.config.max_source_positions
-        return {"input_features": torch.randn(len(rows), model.config.num_mel_bins, frames, generator=generator)}
+        features = torch.randn(len(rows), model.config.num_mel_bins, frames, generator=generator, device="cpu")
+        return {"input_features": features.to(device=model.device, dtype=model.dtype)}
     ids, mask = right_pad(rows)
     return {"input_ids": ids, "attention_mask": mask}
 
@@ -178,7 +179,10 @@ def check_manual_seq2seq_loop(
     the loop is the defect showing and is re-raised as ``DefectObserved``."""
     import torch
 
-    from .reference import ATOL, max_diff
+    from .precision import tolerance
+    from .reference import max_diff
+
+    ATOL = tolerance()
 
     model = tiny_seq2seq(model_or_type) if isinstance(model_or_type, str) else model_or_type
     what = (f"{model.config.model_type}: manual encoder-decoder loop over prepare_inputs_for_generation "
@@ -230,7 +234,10 @@ def chunk_after_cache(model: Any, stated: str = "cache_position") -> tuple[Any, 
 
 def check_chunk_after_cache(model_or_type: Any, stated: str = "cache_position") -> dict[str, Any]:
     """``chunk_after_cache`` against its reference: every one of the 10 new tokens fed, logits within atol."""
-    from .reference import ATOL, max_diff
+    from .precision import tolerance
+    from .reference import max_diff
+
+    ATOL = tolerance()
 
     model = tiny_model(model_or_type) if isinstance(model_or_type, str) else model_or_type
     what = f"{model.config.model_type}: 10 tokens after a cached 3-token prefix, new tokens stated by {stated}"

@@ -2,7 +2,8 @@
 
 For each row, the reference is one forward pass without cache over that row's unpadded prompt followed by the
 tokens generated for it; step ``t`` of the run must match the reference at the position just before token
-``t`` (float32, atol 1e-4) and the greedy token must be the one the reference picks.
+``t`` (within the dtype's tolerance: float32, atol 1e-4, see ``precision``) and the greedy token must be the one
+the reference picks.
 """
 
 from __future__ import annotations
@@ -11,32 +12,35 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .outcome import DefectObserved
-from .reference import ATOL, max_diff, reference_logits
+from .precision import current, tolerance
+from .reference import max_diff, reference_logits
 
 Rows = Sequence[Sequence[int]]
 
 
-def left_pad(rows: Rows, pad_id: int = 0) -> tuple[Any, Any]:
-    """(input_ids, attention_mask) with every row aligned to the right (padding on the left)."""
-    return _pad(rows, pad_id, left=True)
+def left_pad(rows: Rows, pad_id: int = 0, device: Any = None) -> tuple[Any, Any]:
+    """(input_ids, attention_mask) with every row aligned to the right (padding on the left), on ``device``
+    (default: the current ``precision()`` device)."""
+    return _pad(rows, pad_id, left=True, device=device)
 
 
-def right_pad(rows: Rows, pad_id: int = 0) -> tuple[Any, Any]:
-    """(input_ids, attention_mask) with every row aligned to the left (padding on the right)."""
-    return _pad(rows, pad_id, left=False)
+def right_pad(rows: Rows, pad_id: int = 0, device: Any = None) -> tuple[Any, Any]:
+    """(input_ids, attention_mask) with every row aligned to the left (padding on the right), on ``device``."""
+    return _pad(rows, pad_id, left=False, device=device)
 
 
-def _pad(rows: Rows, pad_id: int, left: bool) -> tuple[Any, Any]:
+def _pad(rows: Rows, pad_id: int, left: bool, device: Any = None) -> tuple[Any, Any]:
     import torch
 
     width = max(len(r) for r in rows)
+    device = current().device if device is None else device
     ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(rows), width), dtype=torch.long)
     for i, row in enumerate(rows):
         span = slice(width - len(row), width) if left else slice(0, len(row))
         ids[i, span] = torch.as_tensor(list(row), dtype=torch.long)
         mask[i, span] = 1
-    return ids, mask
+    return ids.to(device), mask.to(device)
 
 
 @dataclass
@@ -78,12 +82,13 @@ def check_rows_against_reference(
     rows: Rows,
     run: GenRun,
     what: str,
-    atol: float = ATOL,
+    atol: float | None = None,  # default: the current dtype's tolerance
     eos_token_id: int | Sequence[int] | None = None,  # default: the model's generation_config
     check_tokens: bool = True,
 ) -> dict[str, Any]:
     """Compare every row and step of ``run`` with the no-cache reference; raise ``DefectObserved`` on the first
     mismatch (naming row, step and logit difference), else return figures (max diff, steps compared)."""
+    atol = tolerance(atol)
     if eos_token_id is None:
         # Rows that finished are padded afterwards; their later "steps" are not the model's choice.
         eos_token_id = getattr(getattr(model, "generation_config", None), "eos_token_id", None)

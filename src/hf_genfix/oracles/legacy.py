@@ -21,6 +21,7 @@ from typing import Any, Sequence
 from .decode import DEFAULT_ROWS, UPSTREAM_ERRORS
 from .generation import check_rows_against_reference, generate_steps, left_pad
 from .outcome import DefectObserved
+from .precision import cast
 from .tiny import tiny_config
 
 CONFIGURATION_SOURCE = '''\
@@ -149,8 +150,9 @@ def load_remote_model(directory: str | Path, seed: int = 0) -> Any:
     config = AutoConfig.from_pretrained(str(directory), trust_remote_code=True)
     config._attn_implementation = "eager"
     torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(config, trust_remote_code=True)
-    return model.float().eval()
+    with torch.device("cpu"):  # CUDA's generator would draw other weights for the seed
+        model = AutoModelForCausalLM.from_config(config, trust_remote_code=True)
+    return cast(model.float())
 
 
 def check_legacy_generate(

@@ -5,31 +5,43 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from .outcome import DefectObserved
+from .precision import ATOLS, tolerance
 
-ATOL = 1e-4
+ATOL = ATOLS["float32"]  # float32's; the tolerance in force is ``precision.tolerance()``
 
 
 def reference_logits(model: Any, ids: Sequence[int] | Any) -> Any:
     """Logits ``(len(ids), vocab)`` of one no-cache forward over ``ids`` (a single, unpadded row)."""
     import torch
 
-    row = torch.as_tensor(ids, dtype=torch.long).reshape(1, -1)
+    row = torch.as_tensor(ids, dtype=torch.long, device=_device(model)).reshape(1, -1)
     with torch.no_grad():
         out = model(input_ids=row, attention_mask=torch.ones_like(row), use_cache=False)
     return out.logits[0].float()
+
+
+def _device(model: Any) -> Any:
+    device = getattr(model, "device", None)
+    if device is None:
+        device = next(model.parameters()).device
+    return device
 
 
 def max_diff(a: Any, b: Any) -> float:
     import torch
 
     a, b = torch.as_tensor(a).float(), torch.as_tensor(b).float()
+    if a.device != b.device:
+        b = b.to(a.device)
     if a.shape != b.shape:
         return float("inf")
     return float((a - b).abs().max()) if a.numel() else 0.0
 
 
-def assert_close(actual: Any, expected: Any, what: str, atol: float = ATOL, **figures: Any) -> float:
-    """Raise ``DefectObserved`` naming ``what`` when ``actual`` and ``expected`` differ by more than ``atol``."""
+def assert_close(actual: Any, expected: Any, what: str, atol: float | None = None, **figures: Any) -> float:
+    """Raise ``DefectObserved`` naming ``what`` when ``actual`` and ``expected`` differ by more than ``atol``
+    (default: the current dtype's tolerance, ``precision.tolerance()``)."""
+    atol = tolerance(atol)
     diff = max_diff(actual, expected)
     if not diff <= atol:
         shape = getattr(actual, "shape", None), getattr(expected, "shape", None)

@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 from .generation import Rows, check_rows_against_reference, generate_steps, left_pad
 from .outcome import DefectObserved, ProbeSkipped
+from .precision import cast
 from .tiny import tiny_config, tiny_model
 
 WINDOW = 8
@@ -84,8 +85,9 @@ def gemma4_drafter(target: Any, seed: int = 1, window: int = WINDOW) -> Any:
     config._attn_implementation = getattr(target.config, "_attn_implementation", None) or "eager"
     torch.manual_seed(seed)
     try:
-        with torch.no_grad():
-            return Gemma4AssistantForCausalLM(config).float().eval()
+        with torch.no_grad(), torch.device("cpu"):  # CUDA's generator would draw other weights for the seed
+            model = Gemma4AssistantForCausalLM(config)
+        return cast(model.float())
     except ValueError as exc:
         if "layer types producing a cache" not in str(exc):
             raise

@@ -19,7 +19,8 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from .outcome import ProbeSkipped
-from .reference import ATOL, assert_close, reference_logits
+from .precision import cast, current, tolerance
+from .reference import assert_close, reference_logits
 from .sliding import WINDOW, held_tokens
 IMAGE_TOKENS = 16  # twice the window: a block that does not fit in it
 # Token ids of the tiny multimodal vocabularies (128 tokens; 0 pad, 1 bos, 2 eos).
@@ -29,14 +30,13 @@ BOI, EOI, IMAGE = 120, 121, 122
 # -- caches and chunked forwards ----------------------------------------------------------------------------------
 def static_cache(model: Any, batch_size: int, max_cache_len: int) -> Any:
     """The release's ``StaticCache`` for ``model`` (its constructor's keywords changed over the releases)."""
-    import torch
     from transformers import StaticCache
 
     # The text config: before 4.56 StaticCache reads hidden sizes from the config it is given.
     config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
     try:
         return StaticCache(config=config, max_cache_len=max_cache_len, max_batch_size=batch_size,
-                           device="cpu", dtype=torch.float32)
+                           device=model.device, dtype=model.dtype)
     except TypeError:
         return StaticCache(config=config, max_cache_len=max_cache_len)
 
@@ -46,16 +46,16 @@ def forward_in_chunks(model: Any, ids: Sequence[int], chunks: Sequence[int], cac
     token at a time); returns (logits of every position ``(len(ids), vocab)``, the cache)."""
     import torch
 
-    row = torch.as_tensor(list(ids), dtype=torch.long).reshape(1, -1)
+    row = torch.as_tensor(list(ids), dtype=torch.long, device=model.device).reshape(1, -1)
     sizes = list(chunks) + [1] * (row.shape[1] - sum(chunks))
     pieces, pos = [], 0
     with torch.no_grad():
         for size in sizes:
             end = pos + size
-            positions = torch.arange(pos, end)
+            positions = torch.arange(pos, end, device=row.device)
             out = model(
                 input_ids=row[:, pos:end],
-                attention_mask=torch.ones((1, end), dtype=torch.long),
+                attention_mask=torch.ones((1, end), dtype=torch.long, device=row.device),
                 position_ids=positions[None],
                 cache_position=positions,
                 past_key_values=cache,
@@ -109,14 +109,14 @@ def _build(config: Any, model_class: Any, attn: str, seed: int) -> Any:
         if getattr(config, sub, None) is not None:
             getattr(config, sub)._attn_implementation = attn
     torch.manual_seed(seed)
-    with torch.no_grad():
+    with torch.no_grad(), torch.device("cpu"):  # CUDA's generator would draw other weights for the seed
         model = model_class(config)
         # Gemma-3 initialises its vision projection to zeros: every soft token would be the same vector and an
         # image block's keys interchangeable, which hides exactly the masks under test.
         for name, param in model.named_parameters():
             if name.endswith("mm_input_projection_weight"):
                 param.normal_(std=0.5)
-    return model.float().eval()
+    return cast(model.float())
 
 
 def tiny_gemma3_vlm(attn: str = "eager", seed: int = 0, **text_overrides: Any) -> Any:
@@ -169,17 +169,20 @@ def image_prompt(model: Any, rows: Sequence[tuple[int, int]], seed: int = 0) -> 
     g = torch.Generator().manual_seed(seed)
     token_rows = []
     for before, after in rows:
-        text = torch.randint(3, 100, (before + after,), generator=g).tolist()
+        text = torch.randint(3, 100, (before + after,), generator=g, device="cpu").tolist()
         token_rows.append([1] + text[:before] + [BOI] + [IMAGE] * IMAGE_TOKENS + [EOI] + text[before:])
     ids, mask = left_pad(token_rows)
     kwargs: dict[str, Any] = dict(input_ids=ids, attention_mask=mask)
+    # Pixels are drawn on the CPU (the seed gives the same image everywhere), then moved to the model's place.
+    place = dict(device=ids.device, dtype=current().torch_dtype)
     if is_gemma4(model):
-        kwargs["pixel_values"] = torch.rand(len(rows), 64, 12, generator=g)
+        kwargs["pixel_values"] = torch.rand(len(rows), 64, 12, generator=g, device="cpu").to(**place)
         grid = torch.stack(torch.meshgrid(torch.arange(8), torch.arange(8), indexing="xy"), -1).reshape(1, 64, 2)
+        grid = grid.to(ids.device)
         kwargs["image_position_ids"] = grid.expand(len(rows), -1, -1).clone()
         kwargs["mm_token_type_ids"] = (ids == IMAGE).long()
     else:
-        kwargs["pixel_values"] = torch.rand(len(rows), 3, 16, 16, generator=g)
+        kwargs["pixel_values"] = torch.rand(len(rows), 3, 16, 16, generator=g, device="cpu").to(**place)
         kwargs["token_type_ids"] = (ids == IMAGE).long()
     return token_rows, kwargs
 
@@ -202,11 +205,11 @@ def image_masks(model: Any, input_ids: Any, attention_mask: Any) -> dict:
     policy = SlidingWindowPolicy.from_config(model.config)
     blocks = image_blocks(input_ids)
     # Column indices: with left padding only, column distances are the rows' own position distances.
-    columns = torch.arange(input_ids.shape[1])
+    columns = torch.arange(input_ids.shape[1], device=input_ids.device)
 
     def build(sliding: bool, with_blocks: bool) -> Any:
         visible = policy.dense_mask(columns, columns, attention_mask, blocks if with_blocks else None, sliding)
-        return policy.additive(visible)
+        return policy.additive(visible, model.dtype)
 
     return {
         "sliding_attention": build(True, True),
@@ -227,7 +230,7 @@ def image_mask_reference(model: Any, kwargs: dict) -> Any:
         return model(**ref_kwargs, use_cache=False).logits.float()
 
 
-def check_image_forward(model: Any, kwargs: dict, what: str, atol: float = ATOL) -> dict:
+def check_image_forward(model: Any, kwargs: dict, what: str, atol: float | None = None) -> dict:
     """A no-cache forward of an image prompt against ``image_mask_reference`` (real tokens only)."""
     import torch
 
@@ -239,7 +242,7 @@ def check_image_forward(model: Any, kwargs: dict, what: str, atol: float = ATOL)
     return {"max_logit_diff": diff, "positions": int(real.sum())}
 
 
-def check_image_generation(model: Any, kwargs: dict, what: str, max_new_tokens: int = 4, atol: float = ATOL,
+def check_image_generation(model: Any, kwargs: dict, what: str, max_new_tokens: int = 4, atol: float | None = None,
                            **generate_kwargs: Any) -> dict:
     """Greedy ``generate()`` of an image prompt, every step's logits against ``image_mask_reference`` of the
     final sequence (prompt + generated tokens; generation runs with no eos so every row has every step)."""
@@ -249,6 +252,7 @@ def check_image_generation(model: Any, kwargs: dict, what: str, max_new_tokens: 
     from .outcome import DefectObserved
     from .reference import max_diff
 
+    atol = tolerance(atol)
     extra = {k: v for k, v in kwargs.items() if k not in ("input_ids", "attention_mask")}
     # The tiny vocabulary holds the image tokens: a generated one would be a new image without pixels.
     gen = dict(extra, eos_token_id=None, pad_token_id=0, suppress_tokens=list(range(BOI, 128)))
@@ -259,7 +263,7 @@ def check_image_generation(model: Any, kwargs: dict, what: str, max_new_tokens: 
     final = dict(kwargs)
     final["input_ids"] = run.sequences
     final["attention_mask"] = torch.cat(
-        [kwargs["attention_mask"], torch.ones((run.sequences.shape[0], steps), dtype=torch.long)], dim=1)
+        [kwargs["attention_mask"], torch.ones_like(run.sequences[:, :steps])], dim=1)
     for key in ("token_type_ids", "mm_token_type_ids"):
         if key in kwargs:
             final[key] = torch.nn.functional.pad(kwargs[key], (0, steps))

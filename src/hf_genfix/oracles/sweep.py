@@ -40,7 +40,8 @@ from typing import Any, Callable, Iterable, Sequence
 from . import decode, differential, sliding
 from .generation import check_rows_against_reference, generate_steps, left_pad, right_pad
 from .outcome import DefectObserved, ProbeSkipped
-from .reference import ATOL, reference_logits
+from .precision import cast, tolerance
+from .reference import reference_logits
 from .tiny import tiny_config
 
 WINDOW = sliding.WINDOW
@@ -126,9 +127,9 @@ class Subject:
         (row,) = self.rows(8, seed=99)
         full = reference_logits(self.model, row)
         prefix = reference_logits(self.model, row[:5])
-        if not float((full[:5] - prefix).abs().max()) <= ATOL:
+        if not float((full[:5] - prefix).abs().max()) <= tolerance():
             raise ProbeSkipped("not causal with its default config (an encoder used as a decoder)")
-        ids = torch.tensor([row])
+        ids = torch.tensor([row], device=self.model.device)
         with torch.no_grad():
             out = self.model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=True)
         cache = cache_from_outputs(out)
@@ -205,7 +206,7 @@ class Subject:
         import torch
 
         gen = torch.Generator().manual_seed(seed)
-        return [torch.randint(3, self.vocab, (n,), generator=gen).tolist() for n in lengths]
+        return [torch.randint(3, self.vocab, (n,), generator=gen, device="cpu").tolist() for n in lengths]
 
 
 def _sliding_overrides(model_type: str) -> dict[str, Any]:
@@ -252,9 +253,9 @@ def build(model_type: str, seed: int = 0, **overrides: Any) -> Any:
     if params > MAX_PARAMS:
         raise ProbeSkipped(f"the tiny config still gives {params / 1e6:.1f}M parameters")
     torch.manual_seed(seed)
-    with torch.no_grad():
+    with torch.no_grad(), torch.device("cpu"):  # CUDA's generator would draw other weights for the seed
         model = AutoModelForCausalLM.from_config(config)
-    return model.float().eval()
+    return cast(model.float())
 
 
 def _composite(config: Any) -> bool:

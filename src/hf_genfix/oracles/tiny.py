@@ -1,10 +1,12 @@
-"""Tiny random models built from configs (no downloads): hidden 32, 2 layers, vocab 128, float32, eval mode."""
+"""Tiny random models built from configs (no downloads): hidden 32, 2 layers, vocab 128, eval mode; float32 on
+the CPU unless inside ``precision()`` (see ``precision.py``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from .outcome import ProbeSkipped
+from .precision import cast, current
 
 # Keys every decoder config understands (through its attribute_map where it names them differently).
 TINY_DEFAULTS: dict[str, Any] = dict(
@@ -56,28 +58,45 @@ def tiny_config(model_type: str, **overrides: Any) -> Any:
         config = AutoConfig.for_model(model_type, **values)
     except (KeyError, ValueError) as exc:
         raise ProbeSkipped(f"model type {model_type!r} is not in this transformers release") from exc
-    # Eager attention everywhere unless asked: the reference and the cached path then take the same kernels.
+    # Eager attention everywhere unless asked (here or by ``precision(attn=...)``): the reference and the cached
+    # path then take the same kernels.
     if "attn_implementation" not in overrides:
         try:
-            config._attn_implementation = "eager"
+            config._attn_implementation = current().attn
         except Exception:  # noqa: BLE001 - older configs keep it as a plain attribute
             pass
     return config
 
 
 def tiny_model(model_type: str, seed: int = 0, model_class: Any = None, **overrides: Any) -> Any:
-    """A randomly initialised causal LM of ``model_type`` (float32, eval mode, same weights for a seed)."""
+    """A randomly initialised causal LM of ``model_type`` (eval mode, same weights for a seed), in the current
+    ``precision()``: float32 on the CPU by default. The weights are drawn in float32 on the CPU and then cast, so
+    a seed gives the same model, up to rounding, in every dtype and on every device."""
     import torch
     from transformers import AutoModelForCausalLM
 
     config = tiny_config(model_type, **overrides)
-    torch.manual_seed(seed)
-    with torch.no_grad():
-        if model_class is not None:
-            model = model_class(config)
-        else:
+
+    def build() -> Any:
+        torch.manual_seed(seed)
+        # On the CPU whatever the default device: CUDA's generator would draw other weights for the seed.
+        with torch.no_grad(), torch.device("cpu"):
+            if model_class is not None:
+                return model_class(config)
             try:
-                model = AutoModelForCausalLM.from_config(config)
+                return AutoModelForCausalLM.from_config(config)
             except ValueError as exc:
+                if "attention implementation" in str(exc) or "attn_implementation" in str(exc):
+                    raise
                 raise ProbeSkipped(f"no causal LM class for {model_type!r} in this release") from exc
-    return model.float().eval()
+
+    try:
+        model = build()
+    except ValueError as exc:
+        # A kernel asked for by precision(attn=...) that this architecture lacks (T5 has no sdpa up to 5.12):
+        # the architecture runs eager, as transformers itself falls back when no kernel is named.
+        if "attn_implementation" in overrides or current().attn == "eager":
+            raise
+        config._attn_implementation = "eager"
+        model = build()
+    return cast(model.float())

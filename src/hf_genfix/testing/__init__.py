@@ -3,7 +3,7 @@
 ``check_generation(model)`` runs hf_genfix's oracles on any decoder-only model -- a stock one, your own subclass,
 a remote-code model -- and reports, per check, which prompt and which generated step went wrong, by how much,
 and what the decode step was fed. The reference is always one forward pass without cache over a row's unpadded
-tokens (float32, atol 1e-4): a model whose forward matches its reference but whose ``generate()`` drifts from the
+tokens (within the model's dtype's tolerance: float32, atol 1e-4; docs/precision.md): a model whose forward matches its reference but whose ``generate()`` drifts from the
 second token on (a ``prepare_inputs_for_generation`` out of step with the cache) fails here, with the cause named.
 
     from hf_genfix.testing import check_generation
@@ -60,6 +60,8 @@ def check_generation(
     pad_token_id: int | None = None,
     patches: str = "installed",
     generate_kwargs: dict[str, Any] | None = None,
+    dtype: Any = None,
+    device: Any = None,
 ) -> GenerationReport:
     """Run the generation checks on ``model`` and return a ``GenerationReport`` (it does not raise on a failed
     check: call ``.raise_for_failures()``, or use the ``generation_checker`` pytest fixture).
@@ -70,7 +72,11 @@ def check_generation(
     - ``checks``: the names to run (default: all of ``CHECKS`` that apply; ``assisted`` only with
       ``assistant_model``).
     - ``assistant_model``: a draft model for the ``assisted`` check, or ``True`` to draft with ``model`` itself.
-    - ``atol``: logit tolerance (default 1e-4 for float32 models, 5e-2 for half precision).
+    - ``atol``: logit tolerance (default: the model's dtype's, ``hf_genfix.oracles.ATOLS``: 1e-4 for float32,
+      2.5e-2 for bfloat16, 2.5e-3 for float16; docs/precision.md).
+    - ``dtype`` / ``device``: run the checks on a copy of ``model`` (and of ``assistant_model``) converted to
+      them, e.g. ``dtype="bfloat16", device="cuda"``; the model you pass is left as it is. Default: the model's
+      own dtype and device (no copy).
     - ``patches``: ``"installed"`` runs with hf_genfix's patches as this process has them (importing hf_genfix
       activates them); ``"off"`` runs inside ``hf_genfix.disabled()`` -- what users without hf_genfix get.
     - ``generate_kwargs``: extra arguments for every ``generate()`` call (e.g. ``cache_implementation``).
@@ -86,8 +92,11 @@ def check_generation(
     if unknown:
         raise ValueError(f"unknown check(s) {unknown}; known: {list(CHECKS)}")
     started = time.perf_counter()
+    model = _converted(model, dtype, device)
+    if assistant_model is not None and assistant_model is not True:
+        assistant_model = _converted(assistant_model, dtype, device)
     context = hf_genfix.disabled() if patches == "off" else contextlib.nullcontext()
-    with context, _eval_mode(model), _quiet_transformers():
+    with context, _precision_of(model), _eval_mode(model), _quiet_transformers():
         from ._checks import Context
 
         ctx = Context(
@@ -209,14 +218,47 @@ def _pad_token_id(model: Any, tokenizer: Any, explicit: int | None) -> int:
     return 0
 
 
-def _atol(model: Any) -> float:
+def _converted(model: Any, dtype: Any, device: Any) -> Any:
+    """``model`` itself when it already has ``dtype`` and ``device`` (or they are None), else a converted copy
+    (a cast to half precision and back would not give the caller's weights back)."""
+    import copy
+
     import torch
+
+    from ..oracles.precision import dtype_name
+
+    first = next(iter(model.parameters()), None)
+    if first is None:
+        return model
+    want_dtype = getattr(torch, dtype_name(dtype)) if dtype is not None else first.dtype
+    want_device = torch.device(device) if device is not None else first.device
+    same_device = want_device.type == first.device.type and want_device.index in (None, first.device.index)
+    if want_dtype == first.dtype and same_device:
+        return model
+    return copy.deepcopy(model).to(device=want_device, dtype=want_dtype)
+
+
+def _precision_of(model: Any) -> Any:
+    """The oracles' ``precision()`` for ``model``'s dtype and device (tolerance, where references are built)."""
+    import contextlib
+
+    from ..oracles.precision import ATOLS, precision
+
+    first = next(iter(model.parameters()), None)
+    if first is None:
+        return contextlib.nullcontext()
+    name = str(first.dtype).removeprefix("torch.")
+    return precision(name if name in ATOLS else None, str(first.device))
+
+
+def _atol(model: Any) -> float:
+    from ..oracles.precision import ATOLS
 
     try:
         dtype = next(model.parameters()).dtype
     except StopIteration:
-        return 1e-4
-    return 1e-4 if dtype in (torch.float32, torch.float64) else 5e-2
+        return ATOLS["float32"]
+    return ATOLS.get(str(dtype).removeprefix("torch."), ATOLS["bfloat16"])
 
 
 class _eval_mode:
