@@ -167,7 +167,7 @@ class Subject:
             with torch.no_grad():
                 logits = self.model(input_ids=ids, attention_mask=mask, **extra).logits[0, 2:]
             diff = float((logits.float() - reference_logits(self.model, row)).abs().max())
-            self._padding = "" if diff <= ATOL else (
+            self._padding = "" if diff <= tolerance() else (
                 f"a left-padded forward differs from the unpadded row by {diff:.3g} (its forward takes "
                 f"{'position_ids' if self.takes_position_ids else 'no position_ids'}): it cannot take padding")
         return self._padding
