@@ -41,6 +41,8 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
                        ["--pairs", "15"], ["--pairs", "5", "--new", "64", "--calls", "2000"]),
     "recording": ("`generate()` with the patches, per-call record off / on, vs unpatched (tiny Llama, batch 4, "
                   "128 tokens)", ["--runs", "15"], ["--runs", "5", "--new", "32"]),
+    "remote_code": ("a remote-code model's `generate()` with vs without the remote-code layer (tiny, batch 4, "
+                    "64 tokens)", ["--pairs", "15"], ["--pairs", "4", "--new", "16"]),
     "sliding_window_decode": ("decode with the wrapped `DynamicSlidingWindowLayer.update` (draft-keys patch)",
                               ["--pairs", "40"], ["--pairs", "8", "--new", "32"]),
     "sliding_window_memory": ("KV held per sliding layer at 16x the window, and decode time, patched vs unpatched",
@@ -88,6 +90,8 @@ def _cell(name: str, results: Sequence[Mapping[str, Any]], code: int) -> str:
     if name == "prepare_inputs":
         r = results[0]
         return f"{r['text']}; wrapper {r['wrapper_us']:+.1f} us per call"
+    if name == "remote_code":
+        return "<br>".join(r["text"] if "ratio" in r else f"{r['model']}: {r['text']}" for r in results)
     if name == "recording":
         return "<br>".join(f"{r['side']}: {r['text']}" for r in results)
     if name == "sliding_window_decode":
