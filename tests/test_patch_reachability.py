@@ -17,6 +17,7 @@ beforehand; the child never imports hf_genfix's oracles.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -81,7 +82,7 @@ def _remote(family: str) -> str:
     return f"""
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM
-config = AutoConfig.from_pretrained(REPO + "/remote-{family}", trust_remote_code=True)
+config = AutoConfig.from_pretrained(REPO + "/remote_{family}_{os.getpid()}", trust_remote_code=True)
 model = AutoModelForCausalLM.from_config(config, trust_remote_code=True).eval()
 ids = torch.tensor([[17, 44, 91, 23, 5]])
 model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sample=False)
@@ -186,7 +187,9 @@ def _write_repos(root: Path) -> dict[str, str]:
     from hf_genfix.oracles.legacy_models import write_family
 
     for family in ("deepseek", "chatglm3", "internlm2"):
-        write_family(family, root / f"remote-{family}")
+        # transformers copies remote code to transformers_modules/<folder name>: a name of this process's own,
+        # or parallel tox envs overwrite each other's copies
+        write_family(family, root / f"remote_{family}_{os.getpid()}")
     write_repo("llama3", root / "llama3")
     write_repo("mistral", root / "mistral-tok")
     write_repo("llama3", root / "checkpoint")

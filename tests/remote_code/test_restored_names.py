@@ -111,7 +111,7 @@ def test_check_generation_names_the_removed_api_a_remote_model_uses(tmp_path):
     from hf_genfix.oracles.legacy_models import load_family, write_family
     from hf_genfix.testing import check_generation
 
-    model = load_family(write_family("phi3", tmp_path / "phi3"))
+    model = load_family(write_family("phi3", tmp_path / f"phi3_{tmp_path.name}"))  # own module folder per run
     found = {what: patch for what, _, patch in removed_api(type(model))}
     assert "Cache.get_usable_length()" in found and "DynamicCache.from_legacy_cache()" in found
     assert "transformers.modeling_attn_mask_utils" in found and 'config.rope_scaling["type"]' in found

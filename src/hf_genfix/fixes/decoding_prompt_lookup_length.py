@@ -15,9 +15,13 @@ Detection. A tiny Llama, a 12-token prompt whose greedy continuation repeats its
 candidates, 40 new tokens: exactly plain greedy's 40 tokens. (Tokens only: up to 4.44 assisted decoding returns
 one 3-D logits entry per round, not per token, which is no per-step oracle.)
 
-Correction. ``get_candidates`` is wrapped: the candidates it returns are cut to ``max_length - 1 -
-input_length`` new tokens (the target model adds one more), so a fully accepted draft ends exactly at
-``max_length``. The tokens kept are the ones upstream keeps (greedy's); only those past the budget go.
+Correction. ``GenerationMixin._assisted_decoding`` is wrapped, and only its result is touched: when a
+prompt-lookup run returns more than ``max_length`` tokens, the sequences are cut to ``max_length`` (the extra
+tokens are greedy's continuation past the budget), per-token ``scores`` / ``logits`` to the same count, and a
+returned cache that can ``crop`` to ``max_length - 1``, as 5.14 leaves it. Cutting the drafted candidates instead
+(the first version of this patch) changed the width of the verifying forward even where upstream kept the right
+number of tokens, and so its logits by float rounding (4.5e-8 on 4.46.3): where upstream is right, the call must
+stay bitwise upstream's.
 """
 
 from __future__ import annotations
@@ -26,29 +30,40 @@ from typing import Any
 
 from .sliding_window_image_mask import bound_arguments
 
-CANDIDATES = "transformers.generation.candidate_generator:PromptLookupCandidateGenerator.get_candidates"
+ASSISTED = "transformers.generation.utils:GenerationMixin._assisted_decoding"
 
 
 def install(patcher: Any) -> None:
-    patcher.require(CANDIDATES, "input_ids")
-    patcher.wrap(CANDIDATES, _get_candidates)
+    # 4.x passes the candidate generator in; 5.x builds it inside from the generation config.
+    patcher.require(ASSISTED, "input_ids", "generation_config")
+    patcher.wrap(ASSISTED, _assisted_decoding)
 
 
-def _get_candidates(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+def _assisted_decoding(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     result = wrapped(*args, **kwargs)
-    input_ids = bound_arguments(wrapped, args, kwargs).get("input_ids")
-    max_length = getattr(instance, "max_length", None)
-    if not isinstance(result, tuple) or not result or input_ids is None or not isinstance(max_length, int):
+    call = bound_arguments(wrapped, args, kwargs)
+    generator, config, prompt = call.get("candidate_generator"), call.get("generation_config"), call.get("input_ids")
+    lookup = (type(generator).__name__ == "PromptLookupCandidateGenerator" if generator is not None
+              else getattr(config, "prompt_lookup_num_tokens", None) is not None
+              and call.get("assistant_model") is None)
+    if not lookup or config is None or prompt is None:
         return result
-    candidates, length = result[0], input_ids.shape[-1]
-    room = max(max_length - 1 - length, 0)
-    if candidates.shape[-1] - length <= room:
+    max_length = getattr(config, "max_length", None)
+    sequences = getattr(result, "sequences", result)
+    if not isinstance(max_length, int) or getattr(sequences, "ndim", 0) != 2 or sequences.shape[-1] <= max_length:
         return result
-    if room == 0:
-        # What upstream returns when it has no candidate: decoding goes on one token at a time.
-        return (input_ids,) + tuple(None for _ in result[1:])
-    extra = tuple(None if logits is None else logits[:, :room] for logits in result[1:])
-    return (candidates[:, : length + room],) + extra
+    if sequences is result:
+        return result[:, :max_length]
+    new, keep = sequences.shape[-1] - prompt.shape[-1], max_length - prompt.shape[-1]
+    result.sequences = sequences[:, :max_length]
+    for name in ("scores", "logits"):
+        per_step = getattr(result, name, None)
+        if isinstance(per_step, tuple) and len(per_step) == new:  # one entry per token (4.45+)
+            setattr(result, name, per_step[:keep])
+    cache = getattr(result, "past_key_values", None)
+    if cache is not None and hasattr(cache, "crop"):
+        cache.crop(max_length - 1)
+    return result
 
 
 def probe() -> dict:

@@ -905,8 +905,12 @@ def check_family(family: str, directory: str | Path | None = None, max_new_token
     from .legacy import check_legacy_generate
     from .outcome import DefectObserved
 
+    import uuid
+
     with tempfile.TemporaryDirectory(prefix=f"genfix_{family}_") as tmp:
-        repo = write_family(family, Path(directory or tmp) / family)
+        # transformers copies a local repo's code to <HF_MODULES_CACHE>/transformers_modules/<folder name>: a
+        # folder name of its own per call, or two processes probing at once (tox p) overwrite each other's files.
+        repo = write_family(family, Path(directory or tmp) / f"{family}_{uuid.uuid4().hex[:12]}")
         try:
             model = load_family(repo)
         except (ImportError, KeyError, *UPSTREAM_ERRORS) as exc:

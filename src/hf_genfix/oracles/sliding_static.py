@@ -125,6 +125,13 @@ def tiny_gemma3_vlm(attn: str = "eager", seed: int = 0, **text_overrides: Any) -
         from transformers import Gemma3Config, Gemma3ForConditionalGeneration
     except ImportError as exc:
         raise ProbeSkipped("Gemma-3 is not in this transformers release") from exc
+    import transformers
+    from packaging.version import Version
+
+    if Version(Version(transformers.__version__).base_version) < Version("4.53.0"):
+        # 4.50-4.52 build the image mask another way, and this tiny VLM's image forward fails there (mask size
+        # 40 vs 24, or a dict where a tensor is expected): measured on 4.50.3, 4.51.0, 4.52.4.
+        raise ProbeSkipped("Gemma-3 image prompts: the tiny VLM cannot run before 4.53 (another mask path)")
     vision = dict(model_type="siglip_vision_model", hidden_size=16, intermediate_size=32, num_hidden_layers=1,
                   num_attention_heads=2, image_size=16, patch_size=4, num_channels=3)
     config = Gemma3Config(
