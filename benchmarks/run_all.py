@@ -4,6 +4,7 @@ measured.
     python benchmarks/run_all.py            # every benchmark, then README.md's table and benchmarks/results.json
     python benchmarks/run_all.py --quick    # fewer pairs: a smoke run (its intervals are wide, and say so)
     python benchmarks/run_all.py --render   # rewrite README.md's table from benchmarks/results.json only
+    python benchmarks/run_all.py --only recording   # re-measure some rows, keep the others
 
 Each benchmark runs in its own process (``python benchmarks/X.py``, as you would run it) with
 ``GENFIX_BENCH_JSON`` set, so that every ratio it prints (median of paired, interleaved runs, with its 95%
@@ -141,6 +142,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.render:
         data = run(args.only or list(BENCHMARKS), args.quick)
+        if args.only and RESULTS.exists():  # the others keep their last measurement, in the table's order
+            old = json.loads(RESULTS.read_text(encoding="utf-8"))
+            fresh = {row["benchmark"]: row for row in data["rows"]}
+            kept = {row["benchmark"]: row for row in old["rows"]}
+            data["rows"] = [fresh.get(name) or kept[name] for name in BENCHMARKS if name in fresh or name in kept]
         RESULTS.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     data = json.loads(RESULTS.read_text(encoding="utf-8"))
     write_readme(data)
