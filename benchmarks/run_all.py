@@ -92,7 +92,7 @@ def _cell(name: str, results: Sequence[Mapping[str, Any]], code: int) -> str:
         r = results[0]
         return f"{r['text']}; wrapper {r['wrapper_us']:+.1f} us per call"
     if name == "remote_code":
-        return "<br>".join(r["text"] if "ratio" in r else f"{r['model']}: {r['text']}" for r in results)
+        return "<br>".join(f"{r['model']}: {r['text']}" for r in results)
     if name == "recording":
         return "<br>".join(f"{r['side']}: {r['text']}" for r in results)
     if name == "sliding_window_decode":
