@@ -11,6 +11,13 @@ from pathlib import Path
 
 import pytest
 
+# transformers copies trust_remote_code modules to <HF_MODULES_CACHE>/transformers_modules/<repo folder name>;
+# two suites running at once (tox p) with same-named pytest folders would overwrite each other's copies.
+if "HF_MODULES_CACHE" not in os.environ:
+    import tempfile
+
+    os.environ["HF_MODULES_CACHE"] = tempfile.mkdtemp(prefix="hf_genfix_modules_")
+
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 
