@@ -47,7 +47,7 @@ def _first_turn(model, rows, pad=right_pad):
     return run.sequences, mask, [list(r) + n for r, n in zip(rows, new)]
 
 
-def _second_turn(model, ids, mask, rows, what):
+def check_second_turn(model, ids, mask, rows, what):
     run = generate_steps(model, ids, attention_mask=mask, max_new_tokens=TURN2, pad_token_id=PAD,
                          eos_token_id=NO_EOS)
     return check_rows_against_reference(model, rows, run, what, eos_token_id=NO_EOS), run
@@ -63,13 +63,13 @@ def test_a_returned_sequences_with_the_callers_mask_extended(arch):
     rows = ragged_rows(LENGTHS, seed=5)
     out, mask, history = _first_turn(model, rows)
     mask2 = torch.cat([mask, _ones(len(rows), TURN1)], dim=1)
-    _second_turn(model, out, mask2, history, f"{arch}: out + caller's mask extended")
+    check_second_turn(model, out, mask2, history, f"{arch}: out + caller's mask extended")
     # The same with the next user message appended (each row's own length: right-padded again).
     extra = ragged_rows([2, 3, 1, 2], seed=6)
     ext_ids, ext_mask = right_pad(extra, PAD)
     ids3 = torch.cat([out, ext_ids], dim=1)
     mask3 = torch.cat([mask2, ext_mask], dim=1)
-    _second_turn(model, ids3, mask3, [h + e for h, e in zip(history, extra)], f"{arch}: + a user message")
+    check_second_turn(model, ids3, mask3, [h + e for h, e in zip(history, extra)], f"{arch}: + a user message")
 
 
 @pytest.mark.parametrize("arch", ["llama", "gpt2"])
@@ -82,7 +82,7 @@ def test_a_without_the_correction_the_second_turn_is_wrong(arch, monkeypatch):
     out, mask, history = _first_turn(model, rows)
     monkeypatch.setattr(right_padding, "_describe_realigned", lambda args, kwargs: kwargs)
     with pytest.raises(DefectObserved):
-        _second_turn(model, out, torch.cat([mask, _ones(len(rows), TURN1)], dim=1), history, "uncorrected")
+        check_second_turn(model, out, torch.cat([mask, _ones(len(rows), TURN1)], dim=1), history, "uncorrected")
 
 
 @pytest.mark.parametrize("arch", ["llama", "gpt2"])
@@ -112,7 +112,7 @@ def test_c_returned_sequences_with_a_mask_built_from_them(arch):
     model = model_of(arch)
     rows = ragged_rows(LENGTHS, seed=5)
     out, _, history = _first_turn(model, rows)
-    _second_turn(model, out, out.ne(PAD).long(), history, f"{arch}: out != pad")
+    check_second_turn(model, out, out.ne(PAD).long(), history, f"{arch}: out != pad")
 
 
 @pytest.mark.parametrize("arch", ["llama", "gpt2"])
