@@ -371,7 +371,11 @@ def hidden_from_warnings(func: Any) -> Any:
     clone.__doc__ = func.__doc__
     clone.__dict__.update(func.__dict__)
     # Tracebacks and inspect still show the fix's source lines: served from its module's loader.
-    linecache.lazycache(filename, func.__globals__)
+    # Loaded now with no mtime, which linecache.checkcache() never invalidates: a lazy entry is dropped by
+    # inspect.getsource() for a file name that is not on disk (seen with wheel installs).
+    lines = linecache.getlines(func.__code__.co_filename, func.__globals__)
+    if lines:
+        linecache.cache[filename] = (sum(map(len, lines)), None, lines, filename)
     return clone
 
 
