@@ -473,7 +473,12 @@ def run_all(parallel: int = 2, tox_ini: Path = TOX_INI) -> int:
     import time
 
     start = time.monotonic()
-    envs = ",".join(ENV_PREFIX + v for v in releases(tox_ini))
+    # Longest first (the newest release adds the sweep, the suite releases the tests): in release order the
+    # newest env would start last and run alone for five minutes while the other core idles.
+    listed = releases(tox_ini)
+    suite, newest = suite_releases(tox_ini), max(listed, key=release_key)
+    ordered = sorted(listed, key=lambda v: (v != newest, v not in suite, release_key(v)))
+    envs = ",".join(ENV_PREFIX + v for v in ordered)
     code = subprocess.call([sys.executable, "-m", "tox", "p", "-p", str(parallel), "-e", envs])
     rep = report()
     minutes = (time.monotonic() - start) / 60
