@@ -266,7 +266,7 @@ def digest(report: Mapping[str, Any]) -> dict[str, Any]:
             "without": (p.get("without") or {}).get("outcome"),
             "with": (p.get("with") or {}).get("outcome"),
             "verdict": p["verdict"],
-            "message": p.get("message", ""),
+            "message": _MACHINE_PATH.sub("", p.get("message", "")),
             "targets": {t["target"]: (t["signature"] if t["exists"] else None) for t in p.get("targets", [])},
         }
     out: dict[str, Any] = {"transformers": report.get("transformers"), "torch": report.get("torch"),
@@ -277,6 +277,11 @@ def digest(report: Mapping[str, Any]) -> dict[str, Any]:
                                       + [f"{arch} / every scenario" for arch in sweep.get("unusable", {})])
         out["sweep_known"] = sorted(f"{_defect_key(d)} ({d.get('id', '?')})" for d in sweep.get("known", []))
     return out
+
+
+# Where an env installed transformers ("/work/.tox/tf-5.0.0/lib/python3.11/site-packages/") is the machine's,
+# not the release's: the committed matrix keeps the path from site-packages on.
+_MACHINE_PATH = re.compile(r"/[^\s()'\"]*?/site-packages/")
 
 
 def _defect_key(defect: Mapping[str, Any]) -> str:
