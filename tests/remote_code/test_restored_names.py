@@ -122,3 +122,33 @@ def test_check_generation_names_the_removed_api_a_remote_model_uses(tmp_path):
         (result,) = report.checks
         assert not result.passed
         assert "remote-code-cache-api" in result.message and "get_usable_length" in result.message
+
+
+def test_beam_modules_and_flash_helper_served_while_remote_code_loads():
+    from hf_genfix.fixes import remote_code_removed_names as names_fix
+    from hf_genfix.fixes._remote_code import _exists
+
+    missing = {m for m in names_fix.MODULES if not _exists(m)}
+    import transformers.utils as utils
+
+    had_flash = hasattr(utils, "is_flash_attn_greater_or_equal_2_10")
+
+    def loader():
+        from transformers.generation.beam_constraints import DisjunctiveConstraint, PhrasalConstraint
+        from transformers.generation.beam_search import BeamSearchScorer
+        from transformers.utils import is_flash_attn_greater_or_equal_2_10
+
+        return DisjunctiveConstraint, PhrasalConstraint, BeamSearchScorer, is_flash_attn_greater_or_equal_2_10()
+
+    from hf_genfix.fixes._remote_code import restoring
+
+    *classes, flash = restoring(modules=names_fix.MODULES, names=names_fix.NAMES)(loader, None, (), {})
+    assert flash in (True, False)
+    if missing:  # 5.0+: placeholders that refuse to run
+        with pytest.raises(NotImplementedError, match="removed in transformers 5.0"):
+            classes[-1]()
+    for module in missing:  # and gone again afterwards
+        assert module not in sys.modules
+        with pytest.raises(ImportError):
+            importlib.import_module(module)
+    assert hasattr(utils, "is_flash_attn_greater_or_equal_2_10") == had_flash

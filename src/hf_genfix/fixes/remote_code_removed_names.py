@@ -6,14 +6,20 @@ The defect. Remote-code files import names that transformers 5.0.0 removed (4.57
   and MiniCPM wrap their mask helper with ``torch.fx.wrap`` when it is true. 5.0:
   ``ImportError: cannot import name 'is_torch_fx_available'``.
 - the constrained-beam-search classes ``Constraint``, ``ConstraintListState``, ``DisjunctiveConstraint``,
-  ``PhrasalConstraint`` from ``transformers`` (files that copied 4.x generation code import them).
+  ``PhrasalConstraint`` from ``transformers`` and ``transformers.generation``, and the modules that held them and
+  the beam scorers, ``transformers.generation.beam_constraints`` and ``transformers.generation.beam_search``
+  (files that copied 4.x generation code import them; 4.57.6 has both modules, 5.0.0 neither).
+- ``is_flash_attn_greater_or_equal_2_10`` from ``transformers.utils``: DeepSeek-V2/V3, MiniCPM, old Phi-3,
+  Phi-3-vision, Florence-2 and moondream2 import it at the top of their modeling file. 5.4.0 alone lacks it
+  (5.3.0 has it; 5.5.0 brought it back as a deprecated alias): on 5.4.0 none of them loads.
 
 Detection (``probe``): the tiny DeepSeek-V2-style remote repo of ``hf_genfix.oracles.legacy_models`` must load
 and generate like its no-cache reference.
 
 Correction. While ``get_class_in_module`` executes a remote module, the missing names are set on their modules,
 and taken off again afterwards: the remote module keeps what it imported, nothing else sees them.
-``is_torch_fx_available()`` has its 4.57 meaning (torch is available). 5.0 removed constrained beam search from
+``is_torch_fx_available()`` has its 4.57 meaning (torch is available), ``is_flash_attn_greater_or_equal_2_10()``
+its 5.3 meaning (flash-attn installed at 2.1.0 or later). 5.0 removed constrained beam search from
 ``generate()``, so the constraint classes are placeholders that can be imported and subclassed but raise
 ``NotImplementedError`` when instantiated (code that only imports them loads; code that uses them fails as
 loudly as it does without hf_genfix).
@@ -32,27 +38,58 @@ def _is_torch_fx_available() -> bool:
     return bool(is_torch_available())
 
 
+def _is_flash_attn_greater_or_equal_2_10() -> bool:
+    import importlib.metadata
+
+    from packaging import version
+
+    try:
+        return version.parse(importlib.metadata.version("flash_attn")) >= version.parse("2.1.0")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+
+
 def _removed_constraint(name: str) -> type:
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         raise NotImplementedError(
-            f"transformers.{name}: constrained beam search was removed in transformers 5.0 (hf_genfix restores "
-            "the name for remote code that imports it, not the feature)"
+            f"transformers.{name}: removed in transformers 5.0 with constrained beam search and the beam scorers "
+            "(hf_genfix restores the name for remote code that imports it, not the feature)"
         )
 
     return type(name, (), {"__init__": __init__, "__module__": "transformers.generation"})
 
 
 _CONSTRAINTS = ("Constraint", "ConstraintListState", "DisjunctiveConstraint", "PhrasalConstraint")
+_SCORERS = ("BeamScorer", "BeamSearchScorer", "ConstrainedBeamSearchScorer")
+_PLACEHOLDERS = {name: (lambda name=name: _removed_constraint(name)) for name in _CONSTRAINTS}
+_FLASH = {"is_flash_attn_greater_or_equal_2_10": lambda: _is_flash_attn_greater_or_equal_2_10}
 
 NAMES = {
-    "transformers.utils.import_utils": {"is_torch_fx_available": lambda: _is_torch_fx_available},
-    "transformers.utils": {"is_torch_fx_available": lambda: _is_torch_fx_available},
-    "transformers": {name: (lambda name=name: _removed_constraint(name)) for name in _CONSTRAINTS},
+    "transformers.utils.import_utils": {"is_torch_fx_available": lambda: _is_torch_fx_available, **_FLASH},
+    "transformers.utils": {"is_torch_fx_available": lambda: _is_torch_fx_available, **_FLASH},
+    "transformers": dict(_PLACEHOLDERS),
+    "transformers.generation": dict(_PLACEHOLDERS),
+}
+
+
+def _module(name: str, classes: tuple[str, ...]) -> Any:
+    import types
+
+    module = types.ModuleType(name, f"{name} (removed in transformers 5.0; hf_genfix placeholders for remote code)")
+    for cls in classes:
+        setattr(module, cls, _removed_constraint(cls))
+    return module
+
+
+MODULES = {
+    "transformers.generation.beam_constraints": lambda: _module("transformers.generation.beam_constraints",
+                                                                _CONSTRAINTS),
+    "transformers.generation.beam_search": lambda: _module("transformers.generation.beam_search", _SCORERS),
 }
 
 
 def install(patcher: Any) -> None:
-    patcher.wrap(LOADER, restoring(names=NAMES))
+    patcher.wrap(LOADER, restoring(modules=MODULES, names=NAMES))
 
 
 def probe() -> dict[str, Any]:

@@ -12,7 +12,8 @@ transformers APIs they call and where (read in the public repositories, facts on
   no ``GenerationMixin`` among the bases;
 - ``deepseek`` (DeepSeek-V2 ``modeling_deepseek.py``): the same cache calls, plus ``AttentionMaskConverter`` and
   ``_prepare_4d_attention_mask`` imports, ``is_torch_fx_available`` from ``transformers.utils.import_utils``,
-  ``ALL_LAYERNORM_LAYERS`` / ``is_torch_greater_or_equal_than_1_13`` from ``transformers.pytorch_utils``;
+  ``ALL_LAYERNORM_LAYERS`` / ``is_torch_greater_or_equal_than_1_13`` from ``transformers.pytorch_utils``,
+  ``is_flash_attn_greater_or_equal_2_10`` from ``transformers.utils`` (gone on 5.4.0 only);
 - ``minicpm`` (``modeling_minicpm.py``): as DeepSeek-V2, and ``_prepare_4d_causal_attention_mask_for_sdpa``
   for the sdpa path;
 - ``internlm2`` (``modeling_internlm2.py``, first releases): tuple caches throughout -- ``past_key_values[0][0]
@@ -113,6 +114,7 @@ from transformers.modeling_attn_mask_utils import (
     _prepare_4d_causal_attention_mask,
 )
 from transformers.pytorch_utils import ALL_LAYERNORM_LAYERS, is_torch_greater_or_equal_than_1_13
+from transformers.utils import is_flash_attn_greater_or_equal_2_10
 from transformers.utils.import_utils import is_torch_fx_available
 
 if is_torch_fx_available():
