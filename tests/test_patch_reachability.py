@@ -109,6 +109,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "remote-code-cache-api": ("remote-deepseek",),
     "remote-code-removed-names": ("remote-deepseek",),
     "remote-code-model-methods": ("remote-chatglm3",),
+    "remote-code-reorder-cache": ("remote-deepseek",),
     "remote-code-extract-past": ("remote-chatglm3",),
     "remote-code-update-kwargs": ("remote-chatglm3",),
     "remote-code-config-defaults": ("remote-chatglm3",),

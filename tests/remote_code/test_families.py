@@ -29,7 +29,7 @@ REMOTE_PATCHES = (
     "legacy-cache", "remote-code-cache-api", "remote-code-attn-mask-utils", "remote-code-removed-names",
     "remote-code-rope-scaling", "remote-code-model-methods", "remote-code-extract-past",
     "remote-code-config-defaults", "remote-code-num-hidden-layers", "remote-code-update-kwargs",
-    "remote-code-mask-warning",
+    "remote-code-mask-warning", "remote-code-reorder-cache",
 )
 
 
@@ -63,6 +63,23 @@ def test_without_hf_genfix_the_family_fails_exactly_where_measured(family, tmp_p
         without = check_family(family, tmp_path / "off")
     # Differential: where upstream runs the model, hf_genfix gives the same tokens.
     assert check_family(family, tmp_path / "on")["sequences"] == without["sequences"]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_beam_search_equals_beam_search_without_cache(family, tmp_path):
+    """Every family's own tuple-era _reorder_cache (4.54+ calls it with the DynamicCache)."""
+    import hf_genfix
+    from hf_genfix._registry import in_range, transformers_version
+    from hf_genfix.oracles import DefectObserved
+    from hf_genfix.oracles.legacy_models import check_family_beam
+
+    check_family_beam(family)
+    # The phi3, deepseek and minicpm families fail without it on every affected release measured (internlm2 and
+    # chatglm3 from 5.x on): the patch is what makes the difference, not the other remote-code patches.
+    if family in ("phi3", "deepseek", "minicpm") and in_range(">=4.54.0", transformers_version()):
+        with hf_genfix.disabled("remote-code-reorder-cache"):
+            with pytest.raises(DefectObserved):
+                check_family_beam(family)
 
 
 MODERN_CONFIG = """

@@ -919,3 +919,31 @@ def check_family(family: str, directory: str | Path | None = None, max_new_token
             raise DefectObserved(f"{family}: loading the remote code fails: {type(exc).__name__}: {exc}",
                                  error=type(exc).__name__) from exc
         return check_legacy_generate(model, rows=rows_for(family), max_new_tokens=max_new_tokens)
+
+
+def check_family_beam(family: str, num_beams: int = 2, max_new_tokens: int = 5) -> dict[str, Any]:
+    """Beam search on the family's model (equal-length rows) gives the sequences of the same beam search without
+    a cache, where every step is a full forward over the whole sequence."""
+    import tempfile
+    import uuid
+
+    import torch
+
+    from .decode import UPSTREAM_ERRORS
+    from .outcome import DefectObserved
+
+    with tempfile.TemporaryDirectory(prefix=f"genfix_{family}_beam_") as tmp:
+        model = load_family(write_family(family, Path(tmp) / f"{family}_{uuid.uuid4().hex[:12]}"))
+        ids = torch.tensor(EQUAL_ROWS)
+        kwargs = dict(num_beams=num_beams, do_sample=False, max_new_tokens=max_new_tokens, pad_token_id=0,
+                      attention_mask=torch.ones_like(ids))
+        what = f"{family}: generate(num_beams={num_beams})"
+        with torch.no_grad():
+            reference = model.generate(ids, use_cache=False, **kwargs)
+            try:
+                cached = model.generate(ids, use_cache=True, **kwargs)
+            except UPSTREAM_ERRORS as exc:
+                raise DefectObserved(f"{what}: {type(exc).__name__}: {exc}", error=type(exc).__name__) from exc
+        if not torch.equal(cached, reference):
+            raise DefectObserved(f"{what} with its cache gives {cached.tolist()}, without it {reference.tolist()}")
+        return {"sequences": cached.tolist()}
