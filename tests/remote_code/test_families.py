@@ -23,6 +23,7 @@ FAILS_WITHOUT = {
     "minicpm": ">=4.49.0",
     "internlm2": ">=4.54.0",
     "chatglm3": ">=4.42.0",
+    "chatglm2": ">=4.42.0",
 }
 # Every patch these models rely on (legacy-cache: their 4.40-style prepare_inputs_for_generation).
 REMOTE_PATCHES = (

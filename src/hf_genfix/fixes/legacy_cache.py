@@ -35,6 +35,7 @@ ChatGLM3) get what 4.3x passed instead, None while the cache is empty and the pe
 from __future__ import annotations
 
 import inspect
+import weakref
 from typing import Any
 
 import wrapt
@@ -113,11 +114,22 @@ class LegacyCacheView(wrapt.ObjectProxy):
         return [self[i][which] for i in range(len(self))]
 
 
-def legacy_tuples(cache: Any) -> tuple | None:
-    """``cache`` as the 4.3x tuple of per-layer ``(key, value)``; None while it holds nothing (as 4.3x passed)."""
+# Tuple-era remote code keeps each layer's states in its own layout: [batch, heads, seq, dim] (InternLM2, GLM-4V,
+# the later ChatGLM3 revision) or [seq, batch, heads, dim] (ChatGLM2 and the first ChatGLM3 releases concatenate
+# on dim 0 and read the past length from shape[0]). The real cache holds the first; remote-code-cache-api adds
+# the classes whose forward returned the second, and they are handed their tuples in it.
+SEQ_FIRST: "weakref.WeakSet[type]" = weakref.WeakSet()
+
+
+def legacy_tuples(cache: Any, cls: type | None = None) -> tuple | None:
+    """``cache`` as the 4.3x tuple of per-layer ``(key, value)`` in the layout of ``cls``; None while it holds
+    nothing (as 4.3x passed)."""
     if cache_length(cache) == 0:
         return None
-    return LegacyCacheView(cache).to_legacy_cache()
+    layers = LegacyCacheView(cache).to_legacy_cache()
+    if cls is not None and cls in SEQ_FIRST:
+        layers = tuple((k.permute(2, 0, 1, 3), v.permute(2, 0, 1, 3)) for k, v in layers)
+    return layers
 
 
 def tuple_style(cls: type) -> bool:
@@ -159,7 +171,7 @@ def install(patcher: Any) -> None:
             # Tuple-era code (InternLM2, ChatGLM3) reads past_key_values[0][0].shape: it gets what 4.3x passed,
             # None before the first forward and the tuples after; forward gets the real cache back
             # (remote-code-cache-api translates it there).
-            legacy = kwargs["past_key_values"] = legacy_tuples(real)
+            legacy = kwargs["past_key_values"] = legacy_tuples(real, type(instance))
             inputs = wrapped(*args, **kwargs)
             if isinstance(inputs, dict) and inputs.get("past_key_values") is legacy:
                 inputs["past_key_values"] = real

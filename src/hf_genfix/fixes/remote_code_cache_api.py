@@ -25,8 +25,9 @@ cache it was given; code written for the current API is passed through untouched
   ``get_usable_length()``, ``get_max_length()`` with its 4.40 meaning, tuple indexing, ``key_cache``); where
   ``from_legacy_cache`` is gone (5.0+) a missing or tuple cache becomes a view of a ``DynamicCache`` holding it,
   so that the old code never needs the removed classmethod. The real cache goes back into the outputs.
-- Tuple-era code gets the tuples (None while the cache is empty) and the new positions it returns are appended
-  to the real cache, which goes back into the outputs: ``generate()`` sees the cache it passed, one token per
+- Tuple-era code gets the tuples (None while the cache is empty), in its own layout ([seq, batch, heads, dim]
+  for ChatGLM2 and the first ChatGLM3 releases: recorded from the first tuples it returns), and the new
+  positions it returns are appended to the real cache, which goes back into the outputs: ``generate()`` sees the cache it passed, one token per
   step reaches ``forward``.
 Nothing changes for calls that pass what the old code expects (a tuple, or None with a release that still has
 ``from_legacy_cache``), and nothing is added to the cache classes.
@@ -39,7 +40,7 @@ from typing import Any
 from ..helpers.decode import cache_length, name_positional
 from ._prepare_inputs_family import _copied_on_load
 from ._remote_code import is_remote, uses
-from .legacy_cache import LegacyCacheView, legacy_tuples, tuple_style
+from .legacy_cache import SEQ_FIRST, LegacyCacheView, legacy_tuples, tuple_style
 
 FORWARD = "transformers.modeling_utils:PreTrainedModel.forward"
 HOOK = "transformers.modeling_utils:PreTrainedModel"
@@ -67,8 +68,8 @@ def install(patcher: Any) -> None:
         if tuple_style(type(instance)):
             if not is_cache:
                 return wrapped(*args, **kwargs)
-            kwargs["past_key_values"] = legacy_tuples(cache)
-            return _tuples_into(wrapped(*args, **kwargs), cache)
+            kwargs["past_key_values"] = legacy_tuples(cache, type(instance))
+            return _tuples_into(wrapped(*args, **kwargs), cache, type(instance), _new_tokens(kwargs))
         if not uses(type(instance), *OLD_CACHE_API):
             return wrapped(*args, **kwargs)  # code written for the current API: nothing to translate
         if not is_cache:
@@ -105,16 +106,33 @@ def _unview(outputs: Any) -> Any:
     return outputs
 
 
-def _tuples_into(outputs: Any, cache: Any) -> Any:
+def _new_tokens(kwargs: dict) -> tuple[int, int] | None:
+    """(batch, new positions) of a forward call, from its ids or embeddings."""
+    for name in ("input_ids", "inputs_embeds"):
+        value = kwargs.get(name)
+        if value is not None and getattr(value, "dim", lambda: 0)() >= 2:
+            return int(value.shape[0]), int(value.shape[1])
+    return None
+
+
+def _tuples_into(outputs: Any, cache: Any, cls: type, fed: tuple[int, int] | None) -> Any:
     """Append the positions the old forward added to its returned tuples to ``cache``; put ``cache`` in their
-    place (outputs of ``return_dict=False`` calls are left as the model returned them)."""
+    place (outputs of ``return_dict=False`` calls are left as the model returned them). The first call that
+    tells the layouts apart (a key [seq, batch, ...] whose dim 2 is not the sequence) marks ``cls`` seq-first."""
     if not isinstance(outputs, dict):
         return outputs
     returned = outputs.get("past_key_values")
     if not isinstance(returned, (tuple, list)):
         return outputs
     held = cache_length(cache)  # every layer holds as many positions as the first
+    if returned and fed is not None and cls not in SEQ_FIRST:
+        key, (batch, new) = returned[0][0], fed
+        if key.dim() == 4 and key.shape[2] != held + new and key.shape[:2] == (held + new, batch):
+            SEQ_FIRST.add(cls)
+    seq_first = cls in SEQ_FIRST
     for layer_idx, (key, value) in enumerate(returned):
+        if seq_first:
+            key, value = key.permute(1, 2, 0, 3), value.permute(1, 2, 0, 3)
         if key.shape[-2] > held:
             cache.update(key[..., held:, :], value[..., held:, :], layer_idx)
     outputs["past_key_values"] = cache

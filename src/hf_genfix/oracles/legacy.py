@@ -156,10 +156,11 @@ def load_remote_model(directory: str | Path, seed: int = 0) -> Any:
 
 
 def check_legacy_generate(
-    model: Any, rows: Sequence[Sequence[int]] = DEFAULT_ROWS, max_new_tokens: int = 4
+    model: Any, rows: Sequence[Sequence[int]] = DEFAULT_ROWS, max_new_tokens: int = 4, tuple_seq_dim: int = -2
 ) -> dict[str, Any]:
     """Greedy generate on a left-padded batch: every step equals the reference, and each forward after the
-    prefill gets one new token and a cache holding everything before it."""
+    prefill gets one new token and a cache holding everything before it (read from a tuple cache's
+    ``tuple_seq_dim``: 0 for models that keep ``[seq, batch, heads, dim]``)."""
     fed: list[tuple[int, int]] = []
 
     def record(module: Any, args: tuple, kwargs: dict) -> None:
@@ -167,7 +168,11 @@ def check_legacy_generate(
 
         ids = kwargs.get("input_ids", args[0] if args else None)
         cache = kwargs.get("past_key_values", kwargs.get("cache"))
-        fed.append((int(ids.shape[1]) if ids is not None else -1, cache_length(cache)))
+        if isinstance(cache, (tuple, list)) and cache and tuple_seq_dim != -2:
+            held = int(cache[0][0].shape[tuple_seq_dim])
+        else:
+            held = cache_length(cache)
+        fed.append((int(ids.shape[1]) if ids is not None else -1, held))
 
     ids, mask = left_pad(rows)
     handle = model.register_forward_pre_hook(record, with_kwargs=True)

@@ -1,4 +1,4 @@
-"""Tiny remote-code models written the way five families of Hub repos were written for older transformers.
+"""Tiny remote-code models written the way six families of Hub repos were written for older transformers.
 
 Each family is a ``configuration_<name>.py`` and a ``modeling_<name>.py`` that ``write_family`` lays out next
 to a ``config.json`` whose ``auto_map`` points at them, so that ``trust_remote_code=True`` loads them as it loads
@@ -24,6 +24,9 @@ transformers APIs they call and where (read in the public repositories, facts on
   ``config.max_length`` / ``config.use_cache`` read from the config, tuple caches, a
   ``prepare_inputs_for_generation`` with ``is_first_forward``, and an ``_update_model_kwargs_for_generation``
   override that calls ``self._extract_past_from_model_output(outputs, standardize_cache_format=...)``.
+- ``chatglm2`` (ChatGLM2's and the first ChatGLM3 releases' ``modeling_chatglm.py``): as ``chatglm3``, with the
+  cache in their layout, ``[seq, batch, heads, dim]`` (concatenated on dim 0, the past length read from
+  ``past_key_values[0][0].shape[0]``, ``_reorder_cache`` selecting on dim 1).
 
 The attention itself is the same small causal multi-head attention with rotary positions in every family, so
 that the only thing that differs from one to the other is the API usage under test.
@@ -35,7 +38,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-FAMILIES = ("phi3", "deepseek", "minicpm", "internlm2", "chatglm3")
+FAMILIES = ("phi3", "deepseek", "minicpm", "internlm2", "chatglm3", "chatglm2")
 
 # Small enough for a CPU probe in well under a second; two layers so that per-layer cache indexing matters.
 _SIZES = dict(vocab_size=128, hidden_size=32, num_attention_heads=4, intermediate_size=64, layers=2)
@@ -654,9 +657,9 @@ class SelfAttention(nn.Module):
         q, k = apply_rotary(q, k, cos, sin)
         if kv_cache is not None:
             cache_k, cache_v = kv_cache
-            k = torch.cat((cache_k, k), dim=2)
-            v = torch.cat((cache_v, v), dim=2)
-        kv_cache = (k, v) if use_cache else None
+            k = torch.cat((cache_k, k{store}), dim={seq_dim}){load}
+            v = torch.cat((cache_v, v{store}), dim={seq_dim}){load}
+        kv_cache = (k{store}, v{store}) if use_cache else None
         scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.head_dim)
         if attention_mask is not None:
             scores = scores.masked_fill(attention_mask, float("-inf"))
@@ -694,7 +697,7 @@ class ChatGLMPreTrainedModel(PreTrainedModel):
         full_attention_mask.tril_()
         past_length = 0
         if past_key_values:
-            past_length = past_key_values[0][0].shape[2]
+            past_length = past_key_values[0][0].shape[{seq_dim}]
         if past_length:
             full_attention_mask = torch.cat((torch.ones(batch_size, seq_length, past_length,
                                                         device=input_ids.device), full_attention_mask), dim=-1)
@@ -803,9 +806,16 @@ class ChatGLMForConditionalGeneration(ChatGLMPreTrainedModel):
 
     @staticmethod
     def _reorder_cache(past, beam_idx):
-        return tuple((k.index_select(0, beam_idx.to(k.device)), v.index_select(0, beam_idx.to(v.device)))
-                     for k, v in past)
+        return tuple((k.index_select({batch_dim}, beam_idx.to(k.device)),
+                      v.index_select({batch_dim}, beam_idx.to(v.device))) for k, v in past)
 '''
+# [batch, heads, seq, dim] (GLM-4V, the later ChatGLM3 revision) or, for chatglm2, [seq, batch, heads, dim]: the
+# layout of ChatGLM2 and the first ChatGLM3 releases (cache concatenated on dim 0, past length read from
+# shape[0], _reorder_cache selecting on dim 1).
+_CHATGLM_LAYOUT = {
+    "chatglm3": dict(store="", load="", seq_dim=2, batch_dim=0),
+    "chatglm2": dict(store=".permute(2, 0, 1, 3)", load=".permute(1, 2, 0, 3)", seq_dim=0, batch_dim=1),
+}
 
 
 def sources(family: str) -> dict[str, str]:
@@ -822,9 +832,9 @@ def sources(family: str) -> dict[str, str]:
     if family == "internlm2":
         return {"configuration_internlm2.py": _INTERNLM2_CONFIG,
                 "modeling_internlm2.py": _INTERNLM2_MODELING.format(rotary=_ROTARY)}
-    if family == "chatglm3":
+    if family in _CHATGLM_LAYOUT:
         return {"configuration_chatglm.py": _CHATGLM3_CONFIG,
-                "modeling_chatglm.py": _CHATGLM3_MODELING.format(rotary=_ROTARY)}
+                "modeling_chatglm.py": _CHATGLM3_MODELING.format(rotary=_ROTARY, **_CHATGLM_LAYOUT[family])}
     raise KeyError(f"unknown family {family!r}; known: {', '.join(FAMILIES)}")
 
 
@@ -894,7 +904,7 @@ EQUAL_ROWS = ((17, 44, 91, 23, 5), (60, 12, 77, 38, 101))
 def rows_for(family: str) -> tuple[tuple[int, ...], ...]:
     from .decode import DEFAULT_ROWS
 
-    return EQUAL_ROWS if family == "chatglm3" else DEFAULT_ROWS
+    return EQUAL_ROWS if family.startswith("chatglm") else DEFAULT_ROWS
 
 
 def check_family(family: str, directory: str | Path | None = None, max_new_tokens: int = 4) -> dict[str, Any]:
@@ -918,7 +928,8 @@ def check_family(family: str, directory: str | Path | None = None, max_new_token
         except (ImportError, KeyError, *UPSTREAM_ERRORS) as exc:
             raise DefectObserved(f"{family}: loading the remote code fails: {type(exc).__name__}: {exc}",
                                  error=type(exc).__name__) from exc
-        return check_legacy_generate(model, rows=rows_for(family), max_new_tokens=max_new_tokens)
+        return check_legacy_generate(model, rows=rows_for(family), max_new_tokens=max_new_tokens,
+                                     tuple_seq_dim=_CHATGLM_LAYOUT.get(family, {}).get("seq_dim", -2))
 
 
 def check_family_beam(family: str, num_beams: int = 2, max_new_tokens: int = 5) -> dict[str, Any]:
