@@ -128,6 +128,18 @@ def test_require_and_undeclared_targets(module):
         p.wrap("genfix_fake_target:Child.step", tag)
 
 
+def test_add_gives_a_missing_attribute_and_revert_takes_it_off(module):
+    p = patcher("genfix_fake_target:Base")
+    p.add("genfix_fake_target:Base", "restored", staticmethod(lambda: "old"))
+    assert module.Child.restored() == "old" and module.Plain().restored() == "old"
+    with pytest.raises(Drift, match="exists"):
+        p.add("genfix_fake_target:Base", "step", None)  # never replaces what the release has
+    with pytest.raises(ValueError, match="does not list"):
+        p.add("genfix_fake_target:Child", "other", None)
+    p.undo()
+    assert not hasattr(module.Base, "restored") and not hasattr(module.Child, "restored")
+
+
 def test_stacked_wrappers_are_seen_and_class_copies_adopted(module):
     from hf_genfix._patcher import wrapped_by
 

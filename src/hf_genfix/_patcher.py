@@ -213,6 +213,15 @@ class Patcher:
         parent, attr, _ = resolve(target)
         self._set(parent, attr, value)
 
+    def add(self, target: str, attr: str, value: Any) -> None:
+        """Give the class or module ``target`` an attribute ``attr`` that this release lacks (taken off by revert);
+        ``Drift`` when it has one."""
+        self._declared(target)
+        _, _, owner = resolve(target)
+        if _lookup(owner, attr) is not _MISSING:
+            raise Drift(f"{target}.{attr} exists: nothing to add")
+        self._set(owner, attr, value)
+
     def on(self) -> bool:
         """Whether this patch is in effect for the calling thread or task (False inside its ``disabled()``)."""
         return not (_SUPPRESSED.get() and is_suppressed(self.patch_id))
