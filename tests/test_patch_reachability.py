@@ -89,6 +89,19 @@ model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sa
 """
 
 
+# ChatGLM's own streaming loop (stream_chat) from its tokenizer's batch: the remote tokenizer, then the model.
+REMOTE_CHATGLM_STREAM = f"""
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+repo = REPO + "/remote_chatglm3_{os.getpid()}"
+tok = AutoTokenizer.from_pretrained(repo, trust_remote_code=True)
+config = AutoConfig.from_pretrained(repo, trust_remote_code=True)
+model = AutoModelForCausalLM.from_config(config, trust_remote_code=True).eval()
+inputs = tok(["hi there", "hello"], padding=True, return_tensors="pt")
+*_, last = model.stream_generate(**inputs, max_new_tokens=3, do_sample=False)
+"""
+
+
 # patch id -> the programs that meet its defect (names of PROGRAM_CODE). A patch missing here fails its test.
 PROGRAMS: dict[str, tuple[str, ...]] = {
     "pad-token": ("tokenizer", "pipeline"),
@@ -108,13 +121,17 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "remote-code-mask-warning": ("remote-deepseek",),
     "remote-code-cache-api": ("remote-deepseek",),
     "remote-code-removed-names": ("remote-deepseek",),
-    "remote-code-model-methods": ("remote-chatglm3",),
+    "remote-code-model-methods": ("remote-chatglm3", "remote-chatglm3-stream"),
     "remote-code-reorder-cache": ("remote-deepseek",),
     "remote-code-extract-past": ("remote-chatglm3",),
     "remote-code-update-kwargs": ("remote-chatglm3",),
-    "remote-code-config-defaults": ("remote-chatglm3",),
+    "remote-code-config-defaults": ("remote-chatglm3", "remote-chatglm3-stream"),
+    "remote-code-config-generation-defaults": ("remote-chatglm3",),
     "remote-code-num-hidden-layers": ("remote-chatglm3",),
     "remote-code-rope-scaling": ("remote-internlm2",),
+    "remote-code-tokenizer-pad": ("remote-chatglm3-stream",),
+    "remote-code-logits-warper": ("remote-chatglm3-stream",),
+    "decoding-unprepared-config": ("remote-chatglm3-stream",),
     "decoding-prompt-lookup-length": ("llama-prompt-lookup",),
     "decoding-prompt-lookup-no-eos": ("llama-prompt-lookup",),
     "decoding-gpt-neox-static-cache": ("gpt-neox-static",),
@@ -157,6 +174,7 @@ model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sa
     "remote-deepseek": _remote("deepseek"),
     "remote-chatglm3": _remote("chatglm3"),
     "remote-internlm2": _remote("internlm2"),
+    "remote-chatglm3-stream": REMOTE_CHATGLM_STREAM,
     "gpt-neox-static": _generate("gpt-neox", cache_implementation="static"),
     "gemma3-vlm": _generate("gemma3-vlm", "Gemma3ForConditionalGeneration"),
     "gemma4-vlm": _generate("gemma4-vlm", "Gemma4ForConditionalGeneration"),

@@ -29,8 +29,9 @@ FAILS_WITHOUT = {
 REMOTE_PATCHES = (
     "legacy-cache", "remote-code-cache-api", "remote-code-attn-mask-utils", "remote-code-removed-names",
     "remote-code-rope-scaling", "remote-code-model-methods", "remote-code-extract-past",
-    "remote-code-config-defaults", "remote-code-num-hidden-layers", "remote-code-update-kwargs",
-    "remote-code-mask-warning", "remote-code-reorder-cache",
+    "remote-code-config-defaults", "remote-code-config-generation-defaults", "remote-code-num-hidden-layers", "remote-code-update-kwargs",
+    "remote-code-mask-warning", "remote-code-reorder-cache", "remote-code-tokenizer-pad",
+    "remote-code-logits-warper", "decoding-unprepared-config",
 )
 
 
@@ -81,6 +82,74 @@ def test_beam_search_equals_beam_search_without_cache(family, tmp_path):
         with hf_genfix.disabled("remote-code-reorder-cache"):
             with pytest.raises(DefectObserved):
                 check_family_beam(family)
+
+
+# ChatGLM's tokenizer and its own sampling loop (stream_generate, behind stream_chat): the releases where each
+# fails without the patch named (measured 4.40.2 .. 5.24.0; docs/remote-code.md).
+CHATGLM = ("chatglm3", "chatglm2")
+TOKENIZER_FAILS = {"remote-code-tokenizer-pad": ">=4.45.0"}
+STREAM_FAILS = {
+    "remote-code-logits-warper": ">=4.42.0,<4.45.0",
+    "decoding-unprepared-config": ">=4.43.0",
+    "remote-code-model-methods": ">=4.45.0",
+}
+
+
+@pytest.mark.parametrize("family", CHATGLM)
+def test_chatglm_tokenizer_batch_generates_like_the_reference(family):
+    """The remote tokenizer's left-padded batch (its own position ids included) encodes and generates like each
+    row alone; without hf_genfix it fails exactly where measured, and elsewhere gives the same tokens."""
+    import hf_genfix
+    from hf_genfix._registry import in_range, transformers_version
+    from hf_genfix.oracles import DefectObserved
+    from hf_genfix.oracles.legacy_models import check_family_tokenizer
+
+    on = check_family_tokenizer(family)
+    assert [len(r) for r in on["rows"]] == [10, 19]
+    for patch, affected in TOKENIZER_FAILS.items():
+        with hf_genfix.disabled(patch):
+            if in_range(affected, transformers_version()):
+                with pytest.raises(DefectObserved, match="padding_side"):
+                    check_family_tokenizer(family)
+    with hf_genfix.disabled(*REMOTE_PATCHES, *TOKENIZER_FAILS):
+        if not in_range(FAILS_WITHOUT[family], transformers_version()):
+            assert check_family_tokenizer(family) == on
+
+
+@pytest.mark.parametrize("family", CHATGLM)
+def test_chatglm_stream_generate_decodes_like_the_reference(family):
+    import hf_genfix
+    from hf_genfix._registry import in_range, transformers_version
+    from hf_genfix.oracles import DefectObserved
+    from hf_genfix.oracles.legacy_models import check_family_stream
+
+    on = check_family_stream(family)
+    for patch, affected in STREAM_FAILS.items():
+        if in_range(affected, transformers_version()):
+            with hf_genfix.disabled(patch), pytest.raises(DefectObserved):
+                check_family_stream(family)
+    with hf_genfix.disabled(*REMOTE_PATCHES, *STREAM_FAILS):
+        if not in_range(FAILS_WITHOUT[family], transformers_version()):
+            assert check_family_stream(family) == on
+
+
+def test_chatglm_tokenizer_asked_for_the_right_side_fails_as_its_authors_meant(tmp_path):
+    """padding_side="right" reaches the old _pad as the attribute it reads (ChatGLM's asserts left), for that
+    call only."""
+    from transformers import AutoTokenizer
+
+    from hf_genfix.oracles.legacy_models import write_family
+
+    tok = AutoTokenizer.from_pretrained(str(write_family("chatglm3", tmp_path / f"tok_{tmp_path.name}")),
+                                        trust_remote_code=True)
+    left = tok(["hi", "hello"], padding=True, padding_side="left")
+    assert left["input_ids"][0][:3] == [0, 0, 0] and tok.padding_side == "left"
+    from hf_genfix._registry import in_range, transformers_version
+
+    if in_range(">=4.45.0", transformers_version()):  # before 4.45 the argument is not recognized (ignored)
+        with pytest.raises(AssertionError):
+            tok(["hi", "hello"], padding=True, padding_side="right")
+    assert tok.padding_side == "left"
 
 
 MODERN_CONFIG = """

@@ -152,3 +152,97 @@ def test_beam_modules_and_flash_helper_served_while_remote_code_loads():
         with pytest.raises(ImportError):
             importlib.import_module(module)
     assert hasattr(utils, "is_flash_attn_greater_or_equal_2_10") == had_flash
+
+
+def _tiny_llama(**config):
+    from hf_genfix.oracles.tiny import tiny_model
+
+    return tiny_model("llama", **config)
+
+
+@pytest.mark.parametrize("is_decoder", [False, True])
+def test_extended_attention_masks_equal_the_release_methods_where_they_exist(is_decoder):
+    from transformers.modeling_utils import PreTrainedModel
+
+    from hf_genfix.fixes.remote_code_model_methods import get_extended_attention_mask, invert_attention_mask
+
+    model = _tiny_llama()
+    model.config.is_decoder = is_decoder
+    mask = torch.tensor([[0, 1, 1, 1], [1, 1, 1, 1]])
+    ours = get_extended_attention_mask(model, mask, (2, 4))
+    assert ours.shape == ((2, 1, 4, 4) if is_decoder else (2, 1, 1, 4))
+    assert bool((ours[0, ..., 0] < -1e30).all()) and float(ours[1].max()) == 0.0
+    # 4.x callers pass the device third (ignored); 5.x callers may pass the dtype third
+    assert torch.equal(get_extended_attention_mask(model, mask, (2, 4), mask.device), ours)
+    assert get_extended_attention_mask(model, mask, (2, 4), torch.float16).dtype == torch.float16
+    inverted = invert_attention_mask(model, mask)
+    if hasattr(PreTrainedModel, "get_extended_attention_mask"):  # up to 5.16.1: the release's own methods
+        assert torch.equal(model.get_extended_attention_mask(mask, (2, 4)), ours)
+        assert torch.equal(model.invert_attention_mask(mask), inverted)
+
+
+def test_restored_methods_exist_for_old_remote_code_only(tmp_path):
+    import hf_genfix
+    from hf_genfix.oracles.legacy_models import load_family, write_family
+
+    model = _tiny_llama()
+    remote = load_family(write_family("chatglm3", tmp_path / f"glm_{tmp_path.name}"))
+    for name in ("get_head_mask", "get_extended_attention_mask", "invert_attention_mask", "_get_logits_warper"):
+        from transformers.modeling_utils import PreTrainedModel
+
+        if not hasattr(PreTrainedModel, name):  # a release without it: nothing but old code may see it
+            assert not hasattr(model, name)
+            with pytest.raises(AttributeError, match=f"has no attribute '{name}'"):
+                getattr(model, name)
+    if "_get_logits_warper" in vars(PreTrainedModel):  # restored here (4.45+): the ChatGLM file calls it
+        assert callable(remote._get_logits_warper)
+        with hf_genfix.disabled("remote-code-model-methods"):
+            assert not hasattr(remote, "_get_logits_warper")
+
+
+def test_logits_warper_as_in_4_44_and_not_twice_after_4_45(tmp_path):
+    from transformers import GenerationConfig
+
+    from hf_genfix.fixes.remote_code_model_methods import get_logits_warper
+    from hf_genfix.oracles.legacy_models import load_family, write_family
+
+    config = GenerationConfig(temperature=0.7, top_k=5, top_p=0.9, do_sample=False)
+    model = _tiny_llama()
+    assert [type(w).__name__ for w in get_logits_warper(model, config)] == [
+        "TemperatureLogitsWarper", "TopKLogitsWarper", "TopPLogitsWarper"]
+    # Old code that also calls _get_logits_processor gets the warpers there when sampling (4.45+ folds them in).
+    remote = load_family(write_family("chatglm3", tmp_path / f"glm_{tmp_path.name}"))
+    sampling = GenerationConfig(temperature=0.7, top_k=5, top_p=0.9, do_sample=True)
+    assert len(get_logits_warper(remote, sampling)) == 0
+    assert len(get_logits_warper(model, sampling)) == 3
+
+
+def test_unprepared_config_is_prepared_on_a_copy():
+    import copy
+
+    import hf_genfix
+    from hf_genfix._registry import in_range, transformers_version
+    from transformers import GenerationConfig
+    from transformers.generation.logits_process import LogitsProcessorList
+    from transformers.generation.stopping_criteria import StoppingCriteriaList
+
+    model = _tiny_llama()
+    config = GenerationConfig(eos_token_id=2, min_new_tokens=2, repetition_penalty=1.3, max_length=9)
+    before = copy.deepcopy(config.to_dict())
+    processors = model._get_logits_processor(generation_config=config, input_ids_seq_length=4,
+                                             encoder_input_ids=torch.ones(1, 4, dtype=torch.long),
+                                             prefix_allowed_tokens_fn=None, logits_processor=LogitsProcessorList())
+    criteria = model._get_stopping_criteria(generation_config=config, stopping_criteria=StoppingCriteriaList())
+    assert config.to_dict() == before and not hasattr(config, "_eos_token_tensor")
+    names = [type(p).__name__ for p in processors]
+    assert "RepetitionPenaltyLogitsProcessor" in names
+    assert "MinNewTokensLengthLogitsProcessor" in names  # 5.x leaves it out of an unprepared config silently
+    if in_range(">=4.43.0", transformers_version()):
+        assert "EosTokenCriteria" in [type(c).__name__ for c in criteria]
+        with hf_genfix.disabled("decoding-unprepared-config"), pytest.raises(AttributeError, match="_eos_token"):
+            model._get_stopping_criteria(generation_config=config, stopping_criteria=StoppingCriteriaList())
+    # A prepared config (what generate() passes) goes through as it is.
+    model._prepare_special_tokens(config, None, device=model.device)
+    assert [type(p).__name__ for p in model._get_logits_processor(
+        generation_config=config, input_ids_seq_length=4, encoder_input_ids=torch.ones(1, 4, dtype=torch.long),
+        prefix_allowed_tokens_fn=None, logits_processor=LogitsProcessorList())] == names

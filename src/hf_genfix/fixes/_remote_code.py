@@ -140,6 +140,7 @@ REMOVED_API: tuple[tuple[str, str, str, str], ...] = (
     (r"\.(key|value)_cache\b", "Cache.key_cache / value_cache", "4.56.0", "remote-code-cache-api"),
     (r"past_key_values\[0\]\[0\]", "tuple caches (past_key_values[0][0])", "4.56.0", "remote-code-cache-api"),
     (r"modeling_attn_mask_utils", "transformers.modeling_attn_mask_utils", "5.24.0", "remote-code-attn-mask-utils"),
+    (r"\bLogitsWarper\b", "LogitsWarper", "4.49.0", "remote-code-removed-names"),
     (r"\bis_torch_fx_available\b", "is_torch_fx_available", "5.0.0", "remote-code-removed-names"),
     (r"\b(Disjunctive|Phrasal)Constraint\b|\bConstraintListState\b", "constrained beam search classes", "5.0.0",
      "remote-code-removed-names"),
@@ -152,9 +153,15 @@ REMOVED_API: tuple[tuple[str, str, str, str], ...] = (
     (r"\._extract_past_from_model_output\(", "_extract_past_from_model_output()", "4.49.0",
      "remote-code-model-methods"),
     (r"\.get_head_mask\(", "PreTrainedModel.get_head_mask()", "5.0.0", "remote-code-model-methods"),
+    (r"\.get_extended_attention_mask\(", "PreTrainedModel.get_extended_attention_mask()", "5.17.0",
+     "remote-code-model-methods"),
+    (r"\.invert_attention_mask\(", "PreTrainedModel.invert_attention_mask()", "5.17.0", "remote-code-model-methods"),
+    (r"\._get_logits_warper\(", "GenerationMixin._get_logits_warper()", "4.42.0 (device required), 4.45.0",
+     "remote-code-logits-warper, remote-code-model-methods"),
     (r"rope_scaling\[[\"']type[\"']\]", "config.rope_scaling[\"type\"]", "5.0.0", "remote-code-rope-scaling"),
     (r"config\.max_length\b", "config.max_length (generation defaults on the config)", "5.0.0",
-     "remote-code-config-defaults"),
+     "remote-code-config-generation-defaults"),
+    (r"config\.use_cache\b", "config.use_cache (from config.json)", "5.0.0", "remote-code-config-defaults"),
 )
 
 _SOURCES: dict[str, str] = {}

@@ -1,19 +1,23 @@
-"""remote-code-config-defaults: remote code reading generation defaults off its config (5.0+).
+"""remote-code-config-defaults: remote configurations lose ``use_cache`` and the generation parameters (5.0+).
 
 The defect. Up to 4.57 every configuration carried the generation parameters (``max_length`` 20,
 ``num_beams`` 1, ... and whatever ``config.json`` set, e.g. ``use_cache``) as attributes. Remote code reads
-them there: ChatGLM3 (and GLM-4, its derivatives) does ``self.max_sequence_length = config.max_length`` in
-``__init__`` and ``self.config.use_cache`` in ``forward``. 5.0.0 pops these keys from the configuration's
-keyword arguments and drops the defaults: ``AttributeError: 'ChatGLMConfig' object has no attribute
-'max_length'`` (measured 5.0.0, 5.3.0, 5.24.0; 4.57.6 passes).
+them there: ChatGLM3 (and GLM-4, its derivatives) does ``self.config.use_cache`` in ``forward`` when the caller
+passes no ``use_cache`` (a plain ``model(**inputs)``; its own ``stream_generate`` on 5.24, whose generation
+config leaves it None). 5.0.0 pops these keys from the configuration's keyword arguments: ``AttributeError:
+'ChatGLMConfig' object has no attribute 'use_cache'`` (measured 5.0.0, 5.24.0; 4.57.6 passes).
 
-Detection (``probe``): the tiny ChatGLM3-style remote repo must load and generate like its no-cache reference.
+The configuration is built before the model, usually before ``transformers.modeling_utils`` is even imported
+(``AutoConfig`` / ``AutoTokenizer`` first): this part targets ``configuration_utils`` alone so that it is in place
+by then. The model part (``max_length`` and the other defaults during the model's ``__init__``) is
+``remote-code-config-generation-defaults``.
+
+Detection (``probe``): the tiny ChatGLM3-style remote repo must answer a plain forward (no ``use_cache``
+argument) like the no-cache reference, and generate like it.
 
 Correction. For remote-code configuration classes only: ``use_cache`` given in ``config.json`` stays an
-attribute (5.x's own save check exempts it). The other generation parameters are present on the configuration
-while a remote-code model's ``__init__`` runs -- with the value ``config.json`` gave, else the 4.57 default --
-and removed afterwards, so that saving the configuration on 5.x (which refuses generation parameters in a model
-configuration) works as it does without hf_genfix.
+attribute (5.x's own save check exempts it), and the other generation parameters ``config.json`` gave are
+remembered for the model part.
 """
 
 from __future__ import annotations
@@ -21,13 +25,10 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from ._prepare_inputs_family import _copied_on_load
 from ._remote_code import is_remote
 
 CONFIG_INIT = "transformers.configuration_utils:PretrainedConfig.__init__"
 CONFIG_HOOK = "transformers.configuration_utils:PretrainedConfig"
-MODEL_INIT = "transformers.modeling_utils:PreTrainedModel.__init__"
-MODEL_HOOK = "transformers.modeling_utils:PreTrainedModel"
 
 # transformers 4.57.6, PretrainedConfig._get_global_generation_defaults().
 GENERATION_DEFAULTS: dict[str, Any] = {
@@ -44,45 +45,26 @@ GENERATION_DEFAULTS: dict[str, Any] = {
 _GIVEN: dict[int, dict[str, Any]] = {}
 
 
-def _given(config: Any) -> dict[str, Any]:
+def given(config: Any) -> dict[str, Any]:
+    """The generation parameters ``config.json`` gave this (remote) configuration."""
     return _GIVEN.get(id(config), {})
 
 
 def install(patcher: Any) -> None:
     def config_init(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-        given = {k: kwargs[k] for k in (*GENERATION_DEFAULTS, "use_cache") if k in kwargs}
+        kept = {k: kwargs[k] for k in (*GENERATION_DEFAULTS, "use_cache") if k in kwargs}
         result = wrapped(*args, **kwargs)
-        if instance is not None and given and id(instance) not in _GIVEN:
-            _GIVEN[id(instance)] = given
+        if instance is not None and kept and id(instance) not in _GIVEN:
+            _GIVEN[id(instance)] = kept
             weakref.finalize(instance, _GIVEN.pop, id(instance), None)
-            if "use_cache" in given and not hasattr(instance, "use_cache"):
-                instance.use_cache = given["use_cache"]
+            if "use_cache" in kept and not hasattr(instance, "use_cache"):
+                instance.use_cache = kept["use_cache"]
         return result
 
-    def model_init(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-        config = args[0] if args else kwargs.get("config")
-        if config is None or not is_remote(type(config)):
-            return wrapped(*args, **kwargs)
-        added = {}
-        for name, default in GENERATION_DEFAULTS.items():
-            if not hasattr(config, name):
-                value = added[name] = _given(config).get(name, default)
-                object.__setattr__(config, name, value)
-        try:
-            return wrapped(*args, **kwargs)
-        finally:
-            for name, value in added.items():
-                if vars(config).get(name, object()) is value:
-                    object.__delattr__(config, name)
-
-    def remote(cls: type) -> bool:
-        return is_remote(cls) and not _copied_on_load(cls)
-
     patcher.wrap_subclasses(CONFIG_INIT, config_init, where=is_remote, hook=CONFIG_HOOK)
-    patcher.wrap_subclasses(MODEL_INIT, model_init, where=remote, hook=MODEL_HOOK)
 
 
 def probe() -> dict[str, Any]:
-    from ..oracles.legacy_models import check_family
+    from ..oracles.legacy_models import check_family, check_family_forward
 
-    return check_family("chatglm3")
+    return {**check_family("chatglm3"), "forward": check_family_forward("chatglm3")}

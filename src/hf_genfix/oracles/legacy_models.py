@@ -34,9 +34,10 @@ that the only thing that differs from one to the other is the API usage under te
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, Sequence
 
 FAMILIES = ("phi3", "deepseek", "minicpm", "internlm2", "chatglm3", "chatglm2")
 
@@ -124,6 +125,7 @@ if is_torch_fx_available():
     _prepare_4d_causal_attention_mask = torch.fx.wrap(_prepare_4d_causal_attention_mask)
 ''',
     "minicpm": '''
+from transformers import LogitsWarper
 from transformers.modeling_attn_mask_utils import (
     AttentionMaskConverter,
     _prepare_4d_attention_mask,
@@ -624,12 +626,14 @@ class ChatGLMConfig(PretrainedConfig):
 '''
 
 _CHATGLM3_MODELING = '''
+import copy
 import math
 from typing import Any, Dict, Optional
 
 import torch
 from torch import nn
 
+from transformers.generation.utils import LogitsProcessorList, StoppingCriteriaList
 from transformers.modeling_outputs import BaseModelOutputWithPast, CausalLMOutputWithPast
 from transformers.modeling_utils import PreTrainedModel
 from transformers.utils import ModelOutput
@@ -808,6 +812,125 @@ class ChatGLMForConditionalGeneration(ChatGLMPreTrainedModel):
     def _reorder_cache(past, beam_idx):
         return tuple((k.index_select({batch_dim}, beam_idx.to(k.device)),
                       v.index_select({batch_dim}, beam_idx.to(v.device))) for k, v in past)
+
+    @torch.inference_mode()
+    def stream_generate(self, input_ids, generation_config=None, logits_processor=None, stopping_criteria=None,
+                        **kwargs):
+        # The sampling loop of its own that stream_chat runs, on 4.40's generation helpers.
+        generation_config = copy.deepcopy(generation_config or self.generation_config)
+        model_kwargs = generation_config.update(**kwargs)
+        model_kwargs["use_cache"] = generation_config.use_cache
+        eos = generation_config.eos_token_id
+        eos = torch.tensor([eos] if isinstance(eos, int) else eos, device=input_ids.device)
+        if generation_config.max_new_tokens is not None:
+            generation_config.max_length = generation_config.max_new_tokens + input_ids.shape[-1]
+        logits_processor = self._get_logits_processor(
+            generation_config=generation_config, input_ids_seq_length=input_ids.shape[-1],
+            encoder_input_ids=input_ids, prefix_allowed_tokens_fn=None,
+            logits_processor=logits_processor if logits_processor is not None else LogitsProcessorList())
+        stopping_criteria = self._get_stopping_criteria(
+            generation_config=generation_config,
+            stopping_criteria=stopping_criteria if stopping_criteria is not None else StoppingCriteriaList())
+        logits_warper = self._get_logits_warper(generation_config)
+        unfinished = input_ids.new_ones(input_ids.shape[0])
+        while True:
+            model_inputs = self.prepare_inputs_for_generation(input_ids, **model_kwargs)
+            outputs = self(**model_inputs, return_dict=True, output_attentions=False, output_hidden_states=False)
+            scores = logits_warper(input_ids, logits_processor(input_ids, outputs.logits[:, -1, :]))
+            probs = nn.functional.softmax(scores, dim=-1)
+            if generation_config.do_sample:
+                next_tokens = torch.multinomial(probs, num_samples=1).squeeze(1)
+            else:
+                next_tokens = torch.argmax(probs, dim=-1)
+            input_ids = torch.cat([input_ids, next_tokens[:, None]], dim=-1)
+            model_kwargs = self._update_model_kwargs_for_generation(
+                outputs, model_kwargs, is_encoder_decoder=self.config.is_encoder_decoder)
+            unfinished = unfinished.mul(next_tokens.tile(eos.shape[0], 1).ne(eos.unsqueeze(1)).prod(dim=0))
+            yield input_ids
+            if unfinished.max() == 0 or stopping_criteria(input_ids, scores).all():
+                break
+'''
+
+# ChatGLM's tokenizer: left padding only, and position ids made by its own 4.44-era _pad (no padding_side).
+# Characters, not SentencePiece: the model is random, only the shape of the code matters.
+_CHATGLM_TOKENIZER = '''
+from typing import Dict, List, Optional, Union
+
+from transformers import PreTrainedTokenizer
+from transformers.tokenization_utils_base import BatchEncoding, EncodedInput
+from transformers.utils import PaddingStrategy
+
+_SPECIAL = ("<pad>", "<unk>", "</s>", "[gMASK]", "sop")
+_CHARS = "abcdefghijklmnopqrstuvwxyz "
+
+
+class ChatGLMTokenizer(PreTrainedTokenizer):
+    vocab_files_names = {{}}
+    model_input_names = ["input_ids", "attention_mask", "position_ids"]
+
+    def __init__(self, padding_side="left", clean_up_tokenization_spaces=False, **kwargs):
+        self.vocab = {{token: i for i, token in enumerate(_SPECIAL + tuple(_CHARS))}}
+        self.ids = {{i: token for token, i in self.vocab.items()}}
+        super().__init__(padding_side=padding_side, clean_up_tokenization_spaces=clean_up_tokenization_spaces,
+                         pad_token="<pad>", unk_token="<unk>", eos_token="</s>", **kwargs)
+
+    @property
+    def vocab_size(self):
+        return len(self.vocab)
+
+    def get_vocab(self):
+        return dict(self.vocab)
+
+    def _tokenize(self, text, **kwargs):
+        return [c for c in text.lower() if c in _CHARS]
+
+    def _convert_token_to_id(self, token):
+        return self.vocab.get(token, 1)
+
+    def _convert_id_to_token(self, index):
+        return self.ids.get(index, "<unk>")
+
+    def convert_tokens_to_string(self, tokens):
+        return "".join(t for t in tokens if t not in _SPECIAL)
+
+    def save_vocabulary(self, save_directory, filename_prefix=None):
+        return ()
+
+    def get_prefix_tokens(self):
+        return [self.vocab["[gMASK]"], self.vocab["sop"]]
+
+    def build_inputs_with_special_tokens(self, token_ids_0: List[int], token_ids_1: Optional[List[int]] = None):
+        ids = self.get_prefix_tokens() + token_ids_0
+        if token_ids_1 is not None:
+            ids = ids + token_ids_1 + [self.eos_token_id]
+        return ids
+
+    def _pad(
+        self,
+        encoded_inputs: Union[Dict[str, EncodedInput], BatchEncoding],
+        max_length: Optional[int] = None,
+        padding_strategy: PaddingStrategy = PaddingStrategy.DO_NOT_PAD,
+        pad_to_multiple_of: Optional[int] = None,
+        return_attention_mask: Optional[bool] = None,
+    ) -> dict:
+        assert self.padding_side == "left"
+        required_input = encoded_inputs[self.model_input_names[0]]
+        seq_length = len(required_input)
+        if padding_strategy == PaddingStrategy.LONGEST:
+            max_length = len(required_input)
+        if max_length is not None and pad_to_multiple_of is not None and (max_length % pad_to_multiple_of != 0):
+            max_length = ((max_length // pad_to_multiple_of) + 1) * pad_to_multiple_of
+        needs_to_be_padded = padding_strategy != PaddingStrategy.DO_NOT_PAD and len(required_input) != max_length
+        if "attention_mask" not in encoded_inputs:
+            encoded_inputs["attention_mask"] = [1] * seq_length
+        if "position_ids" not in encoded_inputs:
+            encoded_inputs["position_ids"] = list(range(seq_length))
+        if needs_to_be_padded:
+            difference = max_length - len(required_input)
+            encoded_inputs["attention_mask"] = [0] * difference + encoded_inputs["attention_mask"]
+            encoded_inputs["position_ids"] = [0] * difference + encoded_inputs["position_ids"]
+            encoded_inputs[self.model_input_names[0]] = [self.pad_token_id] * difference + required_input
+        return encoded_inputs
 '''
 # [batch, heads, seq, dim] (GLM-4V, the later ChatGLM3 revision) or, for chatglm2, [seq, batch, heads, dim]: the
 # layout of ChatGLM2 and the first ChatGLM3 releases (cache concatenated on dim 0, past length read from
@@ -834,7 +957,8 @@ def sources(family: str) -> dict[str, str]:
                 "modeling_internlm2.py": _INTERNLM2_MODELING.format(rotary=_ROTARY)}
     if family in _CHATGLM_LAYOUT:
         return {"configuration_chatglm.py": _CHATGLM3_CONFIG,
-                "modeling_chatglm.py": _CHATGLM3_MODELING.format(rotary=_ROTARY, **_CHATGLM_LAYOUT[family])}
+                "modeling_chatglm.py": _CHATGLM3_MODELING.format(rotary=_ROTARY, **_CHATGLM_LAYOUT[family]),
+                "tokenization_chatglm.py": _CHATGLM_TOKENIZER.format()}
     raise KeyError(f"unknown family {family!r}; known: {', '.join(FAMILIES)}")
 
 
@@ -880,6 +1004,10 @@ def write_family(family: str, directory: str | Path) -> Path:
     for name, text in sources(family).items():
         (directory / name).write_text(stamp + text)
     (directory / "config.json").write_text(json.dumps(_config_json(family), indent=1))
+    if family in _CHATGLM_LAYOUT:
+        (directory / "tokenizer_config.json").write_text(json.dumps({
+            "tokenizer_class": "ChatGLMTokenizer", "padding_side": "left",
+            "auto_map": {"AutoTokenizer": ["tokenization_chatglm.ChatGLMTokenizer", None]}}, indent=1))
     return directory
 
 
@@ -907,44 +1035,74 @@ def rows_for(family: str) -> tuple[tuple[int, ...], ...]:
     return EQUAL_ROWS if family.startswith("chatglm") else DEFAULT_ROWS
 
 
-def check_family(family: str, directory: str | Path | None = None, max_new_tokens: int = 4) -> dict[str, Any]:
-    """Write, load and check one family: greedy ``generate()`` on a batch equals greedy decoding by full no-cache
-    forwards, and after the prefill each forward gets one new token and the cache (``check_legacy_generate``).
-    A failure to load (an import or config error of the remote code) is a ``DefectObserved`` too."""
+@contextlib.contextmanager
+def _family_repo(family: str, directory: str | Path | None = None) -> Iterator[Path]:
+    """The family's repo, written in a temporary folder (or ``directory``) that is gone afterwards."""
     import tempfile
-
-    from .decode import UPSTREAM_ERRORS
-    from .legacy import check_legacy_generate
-    from .outcome import DefectObserved
-
     import uuid
 
     with tempfile.TemporaryDirectory(prefix=f"genfix_{family}_") as tmp:
         # transformers copies a local repo's code to <HF_MODULES_CACHE>/transformers_modules/<folder name>: a
         # folder name of its own per call, or two processes probing at once (tox p) overwrite each other's files.
-        repo = write_family(family, Path(directory or tmp) / f"{family}_{uuid.uuid4().hex[:12]}")
-        try:
-            model = load_family(repo)
-        except (ImportError, KeyError, *UPSTREAM_ERRORS) as exc:
-            raise DefectObserved(f"{family}: loading the remote code fails: {type(exc).__name__}: {exc}",
-                                 error=type(exc).__name__) from exc
+        yield write_family(family, Path(directory or tmp) / f"{family}_{uuid.uuid4().hex[:12]}")
+
+
+def _loaded(family: str, repo: Path) -> Any:
+    """``load_family``; a failure to load (an import or config error of the remote code) is a defect."""
+    from .decode import UPSTREAM_ERRORS
+    from .outcome import DefectObserved
+
+    try:
+        return load_family(repo)
+    except (ImportError, KeyError, *UPSTREAM_ERRORS) as exc:
+        raise DefectObserved(f"{family}: loading the remote code fails: {type(exc).__name__}: {exc}",
+                             error=type(exc).__name__) from exc
+
+
+def check_family(family: str, directory: str | Path | None = None, max_new_tokens: int = 4) -> dict[str, Any]:
+    """Write, load and check one family: greedy ``generate()`` on a batch equals greedy decoding by full no-cache
+    forwards, and after the prefill each forward gets one new token and the cache (``check_legacy_generate``)."""
+    from .legacy import check_legacy_generate
+
+    with _family_repo(family, directory) as repo:
+        model = _loaded(family, repo)
         return check_legacy_generate(model, rows=rows_for(family), max_new_tokens=max_new_tokens,
                                      tuple_seq_dim=_CHATGLM_LAYOUT.get(family, {}).get("seq_dim", -2))
+
+
+def check_family_forward(family: str) -> dict[str, Any]:
+    """A plain forward, as a user calls it (``model(input_ids=...)``, no ``use_cache``), equals the no-cache
+    reference's logits for each row."""
+    import torch
+
+    from .decode import UPSTREAM_ERRORS
+    from .outcome import DefectObserved
+    from .reference import assert_close, reference_logits
+
+    with _family_repo(family) as repo:
+        model = _loaded(family, repo)
+        worst = 0.0
+        for row in rows_for(family):
+            try:
+                with torch.no_grad():
+                    logits = model(input_ids=torch.tensor([row])).logits[0]
+            except UPSTREAM_ERRORS as exc:
+                raise DefectObserved(f"{family}: model(input_ids): {type(exc).__name__}: {exc}",
+                                     error=type(exc).__name__) from exc
+            worst = max(worst, assert_close(logits, reference_logits(model, row), f"{family}: model(input_ids)"))
+        return {"max_logit_diff": worst}
 
 
 def check_family_beam(family: str, num_beams: int = 2, max_new_tokens: int = 5) -> dict[str, Any]:
     """Beam search on the family's model (equal-length rows) gives the sequences of the same beam search without
     a cache, where every step is a full forward over the whole sequence."""
-    import tempfile
-    import uuid
-
     import torch
 
     from .decode import UPSTREAM_ERRORS
     from .outcome import DefectObserved
 
-    with tempfile.TemporaryDirectory(prefix=f"genfix_{family}_beam_") as tmp:
-        model = load_family(write_family(family, Path(tmp) / f"{family}_{uuid.uuid4().hex[:12]}"))
+    with _family_repo(family) as repo:
+        model = _loaded(family, repo)
         ids = torch.tensor(EQUAL_ROWS)
         kwargs = dict(num_beams=num_beams, do_sample=False, max_new_tokens=max_new_tokens, pad_token_id=0,
                       attention_mask=torch.ones_like(ids))
@@ -958,3 +1116,73 @@ def check_family_beam(family: str, num_beams: int = 2, max_new_tokens: int = 5) 
         if not torch.equal(cached, reference):
             raise DefectObserved(f"{what} with its cache gives {cached.tolist()}, without it {reference.tolist()}")
         return {"sequences": cached.tolist()}
+
+
+def greedy_reference(model: Any, row: Sequence[int], steps: int) -> list[int]:
+    """The tokens greedy decoding picks after ``row``, each from a full no-cache forward over the sequence."""
+    from .reference import reference_logits
+
+    tokens = list(row)
+    for _ in range(steps):
+        tokens.append(int(reference_logits(model, tokens)[-1].argmax()))
+    return tokens[len(row):]
+
+
+def check_family_stream(family: str, max_new_tokens: int = 4) -> dict[str, Any]:
+    """The ChatGLM families' own sampling loop, ``stream_generate`` (what ``stream_chat`` runs), greedy on an
+    equal-length batch: what it yields last equals greedy decoding by full no-cache forwards."""
+    import torch
+
+    from .decode import UPSTREAM_ERRORS
+    from .outcome import DefectObserved
+
+    with _family_repo(family) as repo:
+        model = _loaded(family, repo)
+        ids = torch.tensor(EQUAL_ROWS)
+        what = f"{family}: stream_generate"
+        try:
+            *_, last = model.stream_generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                                             max_new_tokens=max_new_tokens)
+        except UPSTREAM_ERRORS as exc:
+            raise DefectObserved(f"{what}: {type(exc).__name__}: {exc}", error=type(exc).__name__) from exc
+        got = last[:, ids.shape[1]:].tolist()
+        expected = [greedy_reference(model, row, max_new_tokens) for row in EQUAL_ROWS]
+        if got != expected:
+            raise DefectObserved(f"{what} gives {got}, greedy no-cache decoding {expected}")
+        return {"stream_sequences": got}
+
+
+def check_family_tokenizer(family: str, max_new_tokens: int = 4) -> dict[str, Any]:
+    """The ChatGLM families' tokenizer encodes a batch as its authors meant (each row's own encoding, padded on
+    the left, with position ids counting its real tokens), and ``generate()`` from that batch, position ids
+    included, equals the no-cache reference of each unpadded row."""
+    from transformers import AutoTokenizer
+
+    from .decode import UPSTREAM_ERRORS
+    from .generation import check_rows_against_reference, generate_steps, left_pad
+    from .outcome import DefectObserved
+
+    texts = ["hi there", "hello world again"]
+    with _family_repo(family) as repo:
+        model = _loaded(family, repo)
+        what = f"{family}: its remote tokenizer"
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(str(repo), trust_remote_code=True)
+            rows = [tokenizer(text)["input_ids"] for text in texts]
+            batch = tokenizer(texts, padding=True, return_tensors="pt")
+        except (AssertionError, *UPSTREAM_ERRORS) as exc:
+            raise DefectObserved(f"{what}: {type(exc).__name__}: {exc}", error=type(exc).__name__) from exc
+        ids, mask = left_pad(rows, pad_id=tokenizer.pad_token_id, device="cpu")
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        for key, expected in (("input_ids", ids), ("attention_mask", mask), ("position_ids", positions)):
+            if batch[key].tolist() != expected.tolist():
+                raise DefectObserved(f"{what}: padded batch {key} {batch[key].tolist()}, expected "
+                                     f"{expected.tolist()}")
+        try:
+            run = generate_steps(model, batch["input_ids"], batch["attention_mask"], max_new_tokens=max_new_tokens,
+                                 pad_token_id=tokenizer.pad_token_id, position_ids=batch["position_ids"])
+        except UPSTREAM_ERRORS as exc:
+            raise DefectObserved(f"{family}: generate from its tokenizer's batch: {type(exc).__name__}: {exc}",
+                                 error=type(exc).__name__) from exc
+        figures = check_rows_against_reference(model, rows, run, f"{family}: generate from its tokenizer's batch")
+        return {**figures, "rows": rows}
