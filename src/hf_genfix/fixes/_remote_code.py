@@ -184,6 +184,15 @@ def module_source(cls: type) -> str:
     return text
 
 
+def remote_sources(cls: type) -> list[str]:
+    """The texts of the remote modules behind ``cls``: its remote bases' modules and its configuration's."""
+    classes = [c for c in getattr(cls, "__mro__", (cls,)) if is_remote(c)]
+    config_class = getattr(cls, "config_class", None)
+    if isinstance(config_class, type) and is_remote(config_class):
+        classes.append(config_class)
+    return list(dict.fromkeys(module_source(c) for c in classes))
+
+
 def removed_api(cls: type) -> list[tuple[str, str, str]]:
     """(what, removed or changed in, restoring patch) for each old API the remote module of ``cls`` uses; for
     the class and its remote bases (the configuration's module is read through ``config_class``)."""
@@ -193,11 +202,7 @@ def removed_api(cls: type) -> list[tuple[str, str, str]]:
     if found is not None:
         return found
     seen: dict[str, tuple[str, str, str]] = {}
-    classes = [c for c in getattr(cls, "__mro__", (cls,)) if is_remote(c)]
-    config_class = getattr(cls, "config_class", None)
-    if isinstance(config_class, type) and is_remote(config_class):
-        classes.append(config_class)
-    for text in dict.fromkeys(module_source(c) for c in classes):
+    for text in remote_sources(cls):
         for pattern, what, release, patch in REMOVED_API:
             if what not in seen and re.search(pattern, text):
                 seen[what] = (what, release, patch)

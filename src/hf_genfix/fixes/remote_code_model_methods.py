@@ -120,11 +120,10 @@ def get_logits_warper(self: Any, generation_config: Any, device: Any = None) -> 
 
     from transformers.generation import logits_process as lp
 
-    from ._remote_code import module_source
+    from ._remote_code import remote_sources
 
     config = generation_config
-    if config.do_sample and any(re.search(r"\._get_logits_processor\(", module_source(c))
-                                for c in type(self).__mro__ if is_remote(c)):
+    if config.do_sample and any(re.search(r"\._get_logits_processor\(", text) for text in remote_sources(type(self))):
         return lp.LogitsProcessorList()
     min_tokens_to_keep = 1
     if (config.num_beams or 1) > 1:  # keep one non-eos token per eos token, to explore continuations

@@ -10,7 +10,8 @@ ones per new token, and one that never grows it (the method must complete it).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import contextlib
+from typing import Any, Iterator, Sequence
 
 from .generation import GenRun, check_rows_against_reference, left_pad
 from .outcome import DefectObserved
@@ -25,6 +26,16 @@ DEFAULT_ROWS: tuple[tuple[int, ...], ...] = (
 
 # What a broken decode step raises on the releases measured (shape errors, None where a tensor was needed).
 UPSTREAM_ERRORS = (TypeError, ValueError, RuntimeError, AttributeError, IndexError)
+
+
+@contextlib.contextmanager
+def defect_on_error(what: str, errors: tuple = UPSTREAM_ERRORS) -> Iterator[None]:
+    """An upstream exception inside the block is the defect showing: re-raised as ``DefectObserved`` naming
+    ``what``."""
+    try:
+        yield
+    except errors as exc:
+        raise DefectObserved(f"{what}: {type(exc).__name__}: {exc}", error=type(exc).__name__) from exc
 
 
 def manual_loop(
@@ -77,10 +88,8 @@ def check_manual_loop(
     name = getattr(getattr(model, "config", None), "model_type", type(model).__name__)
     how = f"{'mask grown' if grow_mask else 'mask never grown'}, {feed} ids, cache as {cache_key}"
     what = f"{name}: manual loop over prepare_inputs_for_generation ({how})"
-    try:
+    with defect_on_error(what):
         run = manual_loop(model, rows, steps, grow_mask=grow_mask, cache_key=cache_key, feed=feed)
-    except UPSTREAM_ERRORS as exc:
-        raise DefectObserved(f"{what}: {type(exc).__name__}: {exc}", error=type(exc).__name__) from exc
     return check_rows_against_reference(model, rows, run, what)
 
 
@@ -187,11 +196,9 @@ def check_manual_seq2seq_loop(
     model = tiny_seq2seq(model_or_type) if isinstance(model_or_type, str) else model_or_type
     what = (f"{model.config.model_type}: manual encoder-decoder loop over prepare_inputs_for_generation "
             f"({feed} decoder ids, cache as {cache_key})")
-    try:
+    with defect_on_error(what):
         decoder_ids, step_logits, encoded, extra = manual_seq2seq_loop(model, steps=steps, cache_key=cache_key,
                                                                        feed=feed)
-    except UPSTREAM_ERRORS as exc:
-        raise DefectObserved(f"{what}: {type(exc).__name__}: {exc}", error=type(exc).__name__) from exc
     with torch.no_grad():
         reference = model(encoder_outputs=encoded, decoder_input_ids=decoder_ids[:, :-1], use_cache=False,
                           **extra).logits
@@ -241,10 +248,8 @@ def check_chunk_after_cache(model_or_type: Any, stated: str = "cache_position") 
 
     model = tiny_model(model_or_type) if isinstance(model_or_type, str) else model_or_type
     what = f"{model.config.model_type}: 10 tokens after a cached 3-token prefix, new tokens stated by {stated}"
-    try:
+    with defect_on_error(what):
         logits, reference = chunk_after_cache(model, stated)
-    except UPSTREAM_ERRORS as exc:
-        raise DefectObserved(f"{what}: {type(exc).__name__}: {exc}", error=type(exc).__name__) from exc
     if logits.shape != reference.shape:
         raise DefectObserved(f"{what}: {logits.shape[1]} of {reference.shape[1]} tokens fed",
                              max_logit_diff=float("inf"))

@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from .decode import DEFAULT_ROWS, UPSTREAM_ERRORS
+from .decode import DEFAULT_ROWS, defect_on_error
 from .generation import check_rows_against_reference, generate_steps, left_pad
 from .outcome import DefectObserved
 from .precision import cast
@@ -178,9 +178,8 @@ def check_legacy_generate(
     handle = model.register_forward_pre_hook(record, with_kwargs=True)
     what = f"{type(model).__name__} (4.40-style prepare_inputs_for_generation) generate"
     try:
-        run = generate_steps(model, ids, mask, max_new_tokens=max_new_tokens, pad_token_id=0)
-    except UPSTREAM_ERRORS as exc:
-        raise DefectObserved(f"{what}: {type(exc).__name__}: {exc}", error=type(exc).__name__) from exc
+        with defect_on_error(what):
+            run = generate_steps(model, ids, mask, max_new_tokens=max_new_tokens, pad_token_id=0)
     finally:
         handle.remove()
     figures = check_rows_against_reference(model, rows, run, what)

@@ -1049,14 +1049,10 @@ def _family_repo(family: str, directory: str | Path | None = None) -> Iterator[P
 
 def _loaded(family: str, repo: Path) -> Any:
     """``load_family``; a failure to load (an import or config error of the remote code) is a defect."""
-    from .decode import UPSTREAM_ERRORS
-    from .outcome import DefectObserved
+    from .decode import UPSTREAM_ERRORS, defect_on_error
 
-    try:
+    with defect_on_error(f"{family}: loading the remote code fails", (ImportError, KeyError, *UPSTREAM_ERRORS)):
         return load_family(repo)
-    except (ImportError, KeyError, *UPSTREAM_ERRORS) as exc:
-        raise DefectObserved(f"{family}: loading the remote code fails: {type(exc).__name__}: {exc}",
-                             error=type(exc).__name__) from exc
 
 
 def check_family(family: str, directory: str | Path | None = None, max_new_tokens: int = 4) -> dict[str, Any]:
@@ -1075,20 +1071,15 @@ def check_family_forward(family: str) -> dict[str, Any]:
     reference's logits for each row."""
     import torch
 
-    from .decode import UPSTREAM_ERRORS
-    from .outcome import DefectObserved
+    from .decode import defect_on_error
     from .reference import assert_close, reference_logits
 
     with _family_repo(family) as repo:
         model = _loaded(family, repo)
         worst = 0.0
         for row in rows_for(family):
-            try:
-                with torch.no_grad():
-                    logits = model(input_ids=torch.tensor([row])).logits[0]
-            except UPSTREAM_ERRORS as exc:
-                raise DefectObserved(f"{family}: model(input_ids): {type(exc).__name__}: {exc}",
-                                     error=type(exc).__name__) from exc
+            with defect_on_error(f"{family}: model(input_ids)"), torch.no_grad():
+                logits = model(input_ids=torch.tensor([row])).logits[0]
             worst = max(worst, assert_close(logits, reference_logits(model, row), f"{family}: model(input_ids)"))
         return {"max_logit_diff": worst}
 
@@ -1098,7 +1089,7 @@ def check_family_beam(family: str, num_beams: int = 2, max_new_tokens: int = 5) 
     a cache, where every step is a full forward over the whole sequence."""
     import torch
 
-    from .decode import UPSTREAM_ERRORS
+    from .decode import defect_on_error
     from .outcome import DefectObserved
 
     with _family_repo(family) as repo:
@@ -1109,10 +1100,8 @@ def check_family_beam(family: str, num_beams: int = 2, max_new_tokens: int = 5) 
         what = f"{family}: generate(num_beams={num_beams})"
         with torch.no_grad():
             reference = model.generate(ids, use_cache=False, **kwargs)
-            try:
+            with defect_on_error(what):
                 cached = model.generate(ids, use_cache=True, **kwargs)
-            except UPSTREAM_ERRORS as exc:
-                raise DefectObserved(f"{what}: {type(exc).__name__}: {exc}", error=type(exc).__name__) from exc
         if not torch.equal(cached, reference):
             raise DefectObserved(f"{what} with its cache gives {cached.tolist()}, without it {reference.tolist()}")
         return {"sequences": cached.tolist()}
@@ -1133,18 +1122,16 @@ def check_family_stream(family: str, max_new_tokens: int = 4) -> dict[str, Any]:
     equal-length batch: what it yields last equals greedy decoding by full no-cache forwards."""
     import torch
 
-    from .decode import UPSTREAM_ERRORS
+    from .decode import defect_on_error
     from .outcome import DefectObserved
 
     with _family_repo(family) as repo:
         model = _loaded(family, repo)
         ids = torch.tensor(EQUAL_ROWS)
         what = f"{family}: stream_generate"
-        try:
+        with defect_on_error(what):
             *_, last = model.stream_generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
                                              max_new_tokens=max_new_tokens)
-        except UPSTREAM_ERRORS as exc:
-            raise DefectObserved(f"{what}: {type(exc).__name__}: {exc}", error=type(exc).__name__) from exc
         got = last[:, ids.shape[1]:].tolist()
         expected = [greedy_reference(model, row, max_new_tokens) for row in EQUAL_ROWS]
         if got != expected:
@@ -1158,7 +1145,7 @@ def check_family_tokenizer(family: str, max_new_tokens: int = 4) -> dict[str, An
     included, equals the no-cache reference of each unpadded row."""
     from transformers import AutoTokenizer
 
-    from .decode import UPSTREAM_ERRORS
+    from .decode import UPSTREAM_ERRORS, defect_on_error
     from .generation import check_rows_against_reference, generate_steps, left_pad
     from .outcome import DefectObserved
 
@@ -1166,23 +1153,19 @@ def check_family_tokenizer(family: str, max_new_tokens: int = 4) -> dict[str, An
     with _family_repo(family) as repo:
         model = _loaded(family, repo)
         what = f"{family}: its remote tokenizer"
-        try:
+        with defect_on_error(what, (AssertionError, *UPSTREAM_ERRORS)):
             tokenizer = AutoTokenizer.from_pretrained(str(repo), trust_remote_code=True)
             rows = [tokenizer(text)["input_ids"] for text in texts]
             batch = tokenizer(texts, padding=True, return_tensors="pt")
-        except (AssertionError, *UPSTREAM_ERRORS) as exc:
-            raise DefectObserved(f"{what}: {type(exc).__name__}: {exc}", error=type(exc).__name__) from exc
         ids, mask = left_pad(rows, pad_id=tokenizer.pad_token_id, device="cpu")
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         for key, expected in (("input_ids", ids), ("attention_mask", mask), ("position_ids", positions)):
             if batch[key].tolist() != expected.tolist():
                 raise DefectObserved(f"{what}: padded batch {key} {batch[key].tolist()}, expected "
                                      f"{expected.tolist()}")
-        try:
+        what = f"{family}: generate from its tokenizer's batch"
+        with defect_on_error(what):
             run = generate_steps(model, batch["input_ids"], batch["attention_mask"], max_new_tokens=max_new_tokens,
                                  pad_token_id=tokenizer.pad_token_id, position_ids=batch["position_ids"])
-        except UPSTREAM_ERRORS as exc:
-            raise DefectObserved(f"{family}: generate from its tokenizer's batch: {type(exc).__name__}: {exc}",
-                                 error=type(exc).__name__) from exc
-        figures = check_rows_against_reference(model, rows, run, f"{family}: generate from its tokenizer's batch")
+        figures = check_rows_against_reference(model, rows, run, what)
         return {**figures, "rows": rows}
