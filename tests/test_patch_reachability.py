@@ -129,6 +129,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "remote-code-config-generation-defaults": ("remote-chatglm3",),
     "remote-code-num-hidden-layers": ("remote-chatglm3",),
     "remote-code-rope-scaling": ("remote-internlm2",),
+    "remote-code-tied-weights": ("remote-minicpm",),
     "remote-code-tokenizer-pad": ("remote-chatglm3-stream",),
     "remote-code-logits-warper": ("remote-chatglm3-stream",),
     "decoding-unprepared-config": ("remote-chatglm3-stream",),
@@ -174,6 +175,7 @@ model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sa
     "remote-deepseek": _remote("deepseek"),
     "remote-chatglm3": _remote("chatglm3"),
     "remote-internlm2": _remote("internlm2"),
+    "remote-minicpm": _remote("minicpm"),
     "remote-chatglm3-stream": REMOTE_CHATGLM_STREAM,
     "gpt-neox-static": _generate("gpt-neox", cache_implementation="static"),
     "gemma3-vlm": _generate("gemma3-vlm", "Gemma3ForConditionalGeneration"),
@@ -205,7 +207,7 @@ def _write_repos(root: Path) -> dict[str, str]:
 
     from hf_genfix.oracles.legacy_models import write_family
 
-    for family in ("deepseek", "chatglm3", "internlm2"):
+    for family in ("deepseek", "chatglm3", "internlm2", "minicpm"):
         # transformers copies remote code to transformers_modules/<folder name>: a name of this process's own,
         # or parallel tox envs overwrite each other's copies
         write_family(family, root / f"remote_{family}_{os.getpid()}")

@@ -31,7 +31,7 @@ REMOTE_PATCHES = (
     "remote-code-rope-scaling", "remote-code-model-methods", "remote-code-extract-past",
     "remote-code-config-defaults", "remote-code-config-generation-defaults", "remote-code-num-hidden-layers", "remote-code-update-kwargs",
     "remote-code-mask-warning", "remote-code-reorder-cache", "remote-code-tokenizer-pad",
-    "remote-code-logits-warper", "decoding-unprepared-config",
+    "remote-code-logits-warper", "decoding-unprepared-config", "remote-code-tied-weights",
 )
 
 
@@ -150,6 +150,28 @@ def test_chatglm_tokenizer_asked_for_the_right_side_fails_as_its_authors_meant(t
         with pytest.raises(AssertionError):
             tok(["hi", "hello"], padding=True, padding_side="right")
     assert tok.padding_side == "left"
+
+
+def test_tied_embeddings_of_the_list_form_tie_and_survive_save_and_reload(tmp_path):
+    """MiniCPM-style: _tied_weights_keys = ["lm_head.weight"] with tie_word_embeddings (5.x reads a mapping)."""
+    import torch
+
+    import hf_genfix
+    from hf_genfix._registry import in_range, transformers_version
+    from hf_genfix.oracles import DefectObserved
+    from hf_genfix.oracles.legacy_models import check_family_tied, load_family, write_family
+
+    check_family_tied("minicpm")
+    if in_range(">=5.0.0", transformers_version()):
+        with hf_genfix.disabled("remote-code-tied-weights"), pytest.raises(DefectObserved, match="keys"):
+            check_family_tied("minicpm")
+    model = load_family(write_family("minicpm", tmp_path / f"minicpm_{tmp_path.name}"))
+    model.save_pretrained(tmp_path / "saved")
+    state = model.state_dict()
+    again = load_family(tmp_path / f"minicpm_{tmp_path.name}", seed=1)
+    again.load_state_dict(state)
+    assert again.lm_head.weight is again.model.embed_tokens.weight
+    assert torch.equal(again.lm_head.weight, model.lm_head.weight)
 
 
 MODERN_CONFIG = """

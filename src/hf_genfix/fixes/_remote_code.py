@@ -148,6 +148,8 @@ REMOVED_API: tuple[tuple[str, str, str, str], ...] = (
      "remote-code-removed-names"),
     (r"\bis_flash_attn_greater_or_equal_2_10\b", "is_flash_attn_greater_or_equal_2_10", "5.4.0 (back in 5.5.0)",
      "remote-code-removed-names"),
+    (r"_tied_weights_keys\s*=\s*\[", "_tied_weights_keys as a list (with tie_word_embeddings)", "5.0.0",
+     "remote-code-tied-weights"),
     (r"standardize_cache_format", "_extract_past_from_model_output(standardize_cache_format=...)", "4.42.0",
      "remote-code-extract-past"),
     (r"\._extract_past_from_model_output\(", "_extract_past_from_model_output()", "4.49.0",

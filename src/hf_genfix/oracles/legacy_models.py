@@ -304,7 +304,7 @@ class {Name}Model({Name}PreTrainedModel):
 
 
 class {Name}ForCausalLM({Name}PreTrainedModel):
-    _tied_weights_keys = []
+    _tied_weights_keys = ["lm_head.weight"]
 
     def __init__(self, config):
         super().__init__(config)
@@ -314,6 +314,12 @@ class {Name}ForCausalLM({Name}PreTrainedModel):
 
     def get_input_embeddings(self):
         return self.model.embed_tokens
+
+    def get_output_embeddings(self):
+        return self.lm_head
+
+    def set_output_embeddings(self, new_embeddings):
+        self.lm_head = new_embeddings
 
     def forward(self, input_ids=None, attention_mask=None, position_ids=None, past_key_values=None,
                 inputs_embeds=None, labels=None, use_cache=None, output_attentions=None,
@@ -974,6 +980,8 @@ def _config_json(family: str) -> dict[str, Any]:
             "intermediate_size": _SIZES["intermediate_size"],
             # The long-context checkpoints of these families ship a scaling dict keyed "type".
             "rope_scaling": {"type": "linear", "factor": 2.0},
+            # MiniCPM ties its output to its input embeddings (with the list-form _tied_weights_keys of 4.x).
+            "tie_word_embeddings": family == "minicpm",
         }
     if family == "internlm2":
         return {
@@ -1082,6 +1090,18 @@ def check_family_forward(family: str) -> dict[str, Any]:
                 logits = model(input_ids=torch.tensor([row])).logits[0]
             worst = max(worst, assert_close(logits, reference_logits(model, row), f"{family}: model(input_ids)"))
         return {"max_logit_diff": worst}
+
+
+def check_family_tied(family: str) -> dict[str, Any]:
+    """The family's model builds with its output embeddings tied to its input embeddings (what 4.x's
+    ``tie_weights`` did for ``tie_word_embeddings``), and generates like the reference (``check_family``)."""
+    from .outcome import DefectObserved
+
+    with _family_repo(family) as repo:
+        model = _loaded(family, repo)
+        if model.get_output_embeddings().weight is not model.get_input_embeddings().weight:
+            raise DefectObserved(f"{family}: tie_word_embeddings is set but the output embeddings are not tied")
+    return check_family(family)
 
 
 def check_family_beam(family: str, num_beams: int = 2, max_new_tokens: int = 5) -> dict[str, Any]:
