@@ -102,6 +102,19 @@ inputs = tok(["hi there", "hello"], padding=True, return_tensors="pt")
 """
 
 
+# A Hub-style repo (code and weights) loaded with from_pretrained: build, save next to the code, load back.
+REMOTE_DEEPSEEK_RELOAD = f"""
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM
+repo = REPO + "/remote_deepseek_{os.getpid()}"
+config = AutoConfig.from_pretrained(repo, trust_remote_code=True)
+AutoModelForCausalLM.from_config(config, trust_remote_code=True).save_pretrained(repo)
+model = AutoModelForCausalLM.from_pretrained(repo, trust_remote_code=True).eval()
+ids = torch.tensor([[17, 44, 91, 23, 5]])
+model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sample=False)
+"""
+
+
 # patch id -> the programs that meet its defect (names of PROGRAM_CODE). A patch missing here fails its test.
 PROGRAMS: dict[str, tuple[str, ...]] = {
     "pad-token": ("tokenizer", "pipeline"),
@@ -130,6 +143,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "remote-code-num-hidden-layers": ("remote-chatglm3",),
     "remote-code-rope-scaling": ("remote-internlm2",),
     "remote-code-tied-weights": ("remote-minicpm",),
+    "remote-code-init-buffers": ("remote-deepseek-reload",),
     "remote-code-tokenizer-pad": ("remote-chatglm3-stream",),
     "remote-code-logits-warper": ("remote-chatglm3-stream",),
     "decoding-unprepared-config": ("remote-chatglm3-stream",),
@@ -176,6 +190,7 @@ model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sa
     "remote-chatglm3": _remote("chatglm3"),
     "remote-internlm2": _remote("internlm2"),
     "remote-minicpm": _remote("minicpm"),
+    "remote-deepseek-reload": REMOTE_DEEPSEEK_RELOAD,
     "remote-chatglm3-stream": REMOTE_CHATGLM_STREAM,
     "gpt-neox-static": _generate("gpt-neox", cache_implementation="static"),
     "gemma3-vlm": _generate("gemma3-vlm", "Gemma3ForConditionalGeneration"),

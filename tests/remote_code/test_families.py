@@ -32,6 +32,7 @@ REMOTE_PATCHES = (
     "remote-code-config-defaults", "remote-code-config-generation-defaults", "remote-code-num-hidden-layers", "remote-code-update-kwargs",
     "remote-code-mask-warning", "remote-code-reorder-cache", "remote-code-tokenizer-pad",
     "remote-code-logits-warper", "decoding-unprepared-config", "remote-code-tied-weights",
+    "remote-code-init-buffers",
 )
 
 
@@ -172,6 +173,21 @@ def test_tied_embeddings_of_the_list_form_tie_and_survive_save_and_reload(tmp_pa
     again.load_state_dict(state)
     assert again.lm_head.weight is again.model.embed_tokens.weight
     assert torch.equal(again.lm_head.weight, model.lm_head.weight)
+
+
+@pytest.mark.parametrize("family", ["deepseek", "minicpm"])
+def test_from_pretrained_keeps_the_buffers_init_computes(family):
+    """Rotary inv_freq (persistent=False, computed in __init__) after save_pretrained + from_pretrained: 5.x empties
+    it (and on 5.0 - 5.12 also re-initialises the loaded weights: not corrected, docs/remote-code.md)."""
+    import hf_genfix
+    from hf_genfix._registry import in_range, transformers_version
+    from hf_genfix.oracles import DefectObserved
+    from hf_genfix.oracles.legacy_models import check_family_reload_buffers
+
+    assert check_family_reload_buffers(family)["buffers"] == 2
+    if in_range(">=5.0.0", transformers_version()):
+        with hf_genfix.disabled("remote-code-init-buffers"), pytest.raises(DefectObserved, match="inv_freq"):
+            check_family_reload_buffers(family)
 
 
 MODERN_CONFIG = """

@@ -1104,6 +1104,31 @@ def check_family_tied(family: str) -> dict[str, Any]:
     return check_family(family)
 
 
+def check_family_reload_buffers(family: str) -> dict[str, Any]:
+    """The family's model, saved next to its code and loaded back with ``from_pretrained`` as a Hub repo is, has the
+    buffers its ``__init__`` computes (not in the checkpoint) with the values of the model it was saved from.
+
+    Only the buffers: on 5.0 - 5.12 (not 5.2) the loader also lets a 4.x ``_init_weights`` overwrite the loaded
+    weights, a defect of its own (docs/remote-code.md)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from .decode import defect_on_error
+    from .outcome import DefectObserved
+
+    with _family_repo(family) as repo:
+        model = _loaded(family, repo)
+        model.save_pretrained(repo)
+        with defect_on_error(f"{family}: from_pretrained of its saved repo"):
+            again = AutoModelForCausalLM.from_pretrained(str(repo), trust_remote_code=True)
+        saved, loaded = dict(model.named_buffers()), dict(again.named_buffers())
+        wrong = [k for k, v in saved.items() if k not in loaded or not torch.equal(loaded[k].to(v), v)]
+        if wrong:
+            raise DefectObserved(f"{family}: after from_pretrained, buffers {wrong} differ from the saved model's "
+                                 f"(max |diff| {max(float((loaded[k].to(saved[k]) - saved[k]).abs().max()) for k in wrong if k in loaded):.3g})")
+        return {"buffers": len(saved)}
+
+
 def check_family_beam(family: str, num_beams: int = 2, max_new_tokens: int = 5) -> dict[str, Any]:
     """Beam search on the family's model (equal-length rows) gives the sequences of the same beam search without
     a cache, where every step is a full forward over the whole sequence."""
