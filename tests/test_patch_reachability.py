@@ -144,6 +144,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "remote-code-rope-scaling": ("remote-internlm2",),
     "remote-code-tied-weights": ("remote-minicpm",),
     "remote-code-init-buffers": ("remote-deepseek-reload",),
+    "remote-code-init-weights": ("remote-deepseek-reload",),
     "remote-code-tokenizer-pad": ("remote-chatglm3-stream",),
     "remote-code-logits-warper": ("remote-chatglm3-stream",),
     "decoding-unprepared-config": ("remote-chatglm3-stream",),

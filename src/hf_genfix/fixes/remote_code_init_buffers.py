@@ -11,7 +11,7 @@ exact). Models built with ``from_config`` are not affected.
 
 Detection (``probe``): the tiny DeepSeek-V2-style remote repo, saved and loaded back with ``from_pretrained``,
 must have the rotary buffers of the model it was saved from. (On 5.0 - 5.12, except 5.2, the loader also lets the
-file's ``_init_weights`` overwrite the loaded weights: another defect, not corrected here; docs/remote-code.md.)
+file's ``_init_weights`` overwrite the loaded weights: another defect, ``remote-code-init-weights``.)
 
 Correction. For a remote-code class, ``from_pretrained`` builds the model as 4.x did: parameters go to the meta
 device as they are registered (with torch's initialisers idle, since the checkpoint replaces them), buffers are

@@ -1104,12 +1104,34 @@ def check_family_tied(family: str) -> dict[str, Any]:
     return check_family(family)
 
 
+def check_family_reload(family: str) -> dict[str, Any]:
+    """The family's model, saved next to its code and loaded back with ``from_pretrained`` as a Hub repo is, gives
+    the logits of the model it was saved from."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from .decode import defect_on_error
+    from .reference import assert_close
+
+    with _family_repo(family) as repo:
+        model = _loaded(family, repo)
+        model.save_pretrained(repo)
+        with defect_on_error(f"{family}: from_pretrained of its saved repo"):
+            again = AutoModelForCausalLM.from_pretrained(str(repo), trust_remote_code=True).float().eval()
+        ids = torch.tensor(rows_for(family)[:1])
+        with torch.no_grad():
+            expected = model(input_ids=ids, use_cache=False).logits
+            diff = assert_close(again(input_ids=ids, use_cache=False).logits, expected,
+                                f"{family}: the model loaded back")
+        return {"max_logit_diff": diff}
+
+
 def check_family_reload_buffers(family: str) -> dict[str, Any]:
     """The family's model, saved next to its code and loaded back with ``from_pretrained`` as a Hub repo is, has the
     buffers its ``__init__`` computes (not in the checkpoint) with the values of the model it was saved from.
 
     Only the buffers: on 5.0 - 5.12 (not 5.2) the loader also lets a 4.x ``_init_weights`` overwrite the loaded
-    weights, a defect of its own (docs/remote-code.md)."""
+    weights, a defect of its own (``remote-code-init-weights``, ``check_family_reload``)."""
     import torch
     from transformers import AutoModelForCausalLM
 

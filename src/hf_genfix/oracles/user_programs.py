@@ -58,7 +58,7 @@ BY_ID: dict[str, str] = {
     **{pid: "remote-code" for pid in (
         "remote-code-attn-mask-utils", "remote-code-cache-api", "remote-code-config-defaults",
         "remote-code-extract-past", "remote-code-mask-warning", "remote-code-model-methods",
-        "remote-code-config-generation-defaults", "remote-code-tied-weights", "remote-code-init-buffers",
+        "remote-code-config-generation-defaults", "remote-code-tied-weights", "remote-code-init-buffers", "remote-code-init-weights",
         "remote-code-num-hidden-layers", "remote-code-removed-names", "remote-code-reorder-cache", "remote-code-rope-scaling",
         "remote-code-update-kwargs")},
     "sliding-window-image-index-gemma3": "gemma3-vlm",
