@@ -184,7 +184,12 @@ def test_from_pretrained_keeps_the_buffers_init_computes(family):
     from hf_genfix.oracles import DefectObserved
     from hf_genfix.oracles.legacy_models import check_family_reload_buffers
 
-    assert check_family_reload_buffers(family)["buffers"] == 2
+    from hf_genfix.oracles import ProbeSkipped
+
+    try:
+        assert check_family_reload_buffers(family)["buffers"] == 2
+    except ProbeSkipped as exc:  # 4.51.0: from_pretrained is broken for every model
+        pytest.skip(str(exc))
     if in_range(">=5.0.0", transformers_version()):
         with hf_genfix.disabled("remote-code-init-buffers"), pytest.raises(DefectObserved, match="inv_freq"):
             check_family_reload_buffers(family)
@@ -199,7 +204,12 @@ def test_from_pretrained_gives_the_saved_model(family):
     from hf_genfix.oracles import DefectObserved
     from hf_genfix.oracles.legacy_models import check_family_reload
 
-    check_family_reload(family)
+    from hf_genfix.oracles import ProbeSkipped
+
+    try:
+        check_family_reload(family)
+    except ProbeSkipped as exc:  # 4.51.0: from_pretrained is broken for every model
+        pytest.skip(str(exc))
     # minicpm (tied embeddings) escapes it on 5.12.1: the negative check is for the untied families
     if family != "minicpm" and in_range(">=5.0.0,<5.13.0,!=5.2.*", transformers_version()):
         with hf_genfix.disabled("remote-code-init-weights"), pytest.raises(DefectObserved, match="loaded back"):
