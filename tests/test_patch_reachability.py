@@ -103,13 +103,27 @@ inputs = tok(["hi there", "hello"], padding=True, return_tensors="pt")
 
 
 # A Hub-style repo (code and weights) loaded with from_pretrained: build, save next to the code, load back.
-REMOTE_DEEPSEEK_RELOAD = f"""
+def _remote_reload(family: str) -> str:
+    return f"""
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM
-repo = REPO + "/remote_deepseek_{os.getpid()}"
+repo = REPO + "/remote_{family}_{os.getpid()}"
 config = AutoConfig.from_pretrained(repo, trust_remote_code=True)
 AutoModelForCausalLM.from_config(config, trust_remote_code=True).save_pretrained(repo)
 model = AutoModelForCausalLM.from_pretrained(repo, trust_remote_code=True).eval()
+ids = torch.tensor([[17, 44, 91, 23, 5]])
+model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sample=False)
+"""
+
+
+# The same repo loaded twice in one process (a notebook, a server reloading its model): the second load.
+REMOTE_INTERNLM2_TWICE = f"""
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM
+repo = REPO + "/remote_internlm2_{os.getpid()}"
+for _ in range(2):
+    config = AutoConfig.from_pretrained(repo, trust_remote_code=True)
+    model = AutoModelForCausalLM.from_config(config, trust_remote_code=True).eval()
 ids = torch.tensor([[17, 44, 91, 23, 5]])
 model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sample=False)
 """
@@ -145,6 +159,8 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "remote-code-tied-weights": ("remote-minicpm",),
     "remote-code-init-buffers": ("remote-deepseek-reload",),
     "remote-code-init-weights": ("remote-deepseek-reload",),
+    "remote-code-generation-mixin": ("remote-internlm2-twice",),
+    "remote-code-post-init": ("remote-chatglm3-reload",),
     "remote-code-tokenizer-pad": ("remote-chatglm3-stream",),
     "remote-code-logits-warper": ("remote-chatglm3-stream",),
     "decoding-unprepared-config": ("remote-chatglm3-stream",),
@@ -191,8 +207,10 @@ model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sa
     "remote-chatglm3": _remote("chatglm3"),
     "remote-internlm2": _remote("internlm2"),
     "remote-minicpm": _remote("minicpm"),
-    "remote-deepseek-reload": REMOTE_DEEPSEEK_RELOAD,
+    "remote-deepseek-reload": _remote_reload("deepseek"),
+    "remote-chatglm3-reload": _remote_reload("chatglm3"),
     "remote-chatglm3-stream": REMOTE_CHATGLM_STREAM,
+    "remote-internlm2-twice": REMOTE_INTERNLM2_TWICE,
     "gpt-neox-static": _generate("gpt-neox", cache_implementation="static"),
     "gemma3-vlm": _generate("gemma3-vlm", "Gemma3ForConditionalGeneration"),
     "gemma4-vlm": _generate("gemma4-vlm", "Gemma4ForConditionalGeneration"),

@@ -1063,13 +1063,16 @@ def _loaded(family: str, repo: Path) -> Any:
         return load_family(repo)
 
 
-def check_family(family: str, directory: str | Path | None = None, max_new_tokens: int = 4) -> dict[str, Any]:
+def check_family(family: str, directory: str | Path | None = None, max_new_tokens: int = 4,
+                 loads: int = 1) -> dict[str, Any]:
     """Write, load and check one family: greedy ``generate()`` on a batch equals greedy decoding by full no-cache
-    forwards, and after the prefill each forward gets one new token and the cache (``check_legacy_generate``)."""
+    forwards, and after the prefill each forward gets one new token and the cache (``check_legacy_generate``).
+    ``loads=2`` checks the model of a second load of the repo in the process (auto classes register the first)."""
     from .legacy import check_legacy_generate
 
     with _family_repo(family, directory) as repo:
-        model = _loaded(family, repo)
+        for _ in range(loads):
+            model = _loaded(family, repo)
         return check_legacy_generate(model, rows=rows_for(family), max_new_tokens=max_new_tokens,
                                      tuple_seq_dim=_CHATGLM_LAYOUT.get(family, {}).get("seq_dim", -2))
 
