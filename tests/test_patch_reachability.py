@@ -102,6 +102,15 @@ inputs = tok(["hi there", "hello"], padding=True, return_tensors="pt")
 """
 
 
+# A remote tokenizer that adds no special tokens (Qwen-1's shape), encoding a batch.
+REMOTE_PLAIN_TOKENIZER = f"""
+from transformers import AutoTokenizer
+tok = AutoTokenizer.from_pretrained(REPO + "/remote_plain_tokenizer_{os.getpid()}", trust_remote_code=True)
+batch = tok(["hi there", "hello world again"], padding=True)
+assert None not in sum(batch["input_ids"], []), batch
+"""
+
+
 # A Hub-style repo (code and weights) loaded with from_pretrained: build, save next to the code, load back.
 def _remote_reload(family: str) -> str:
     return f"""
@@ -162,6 +171,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "remote-code-generation-mixin": ("remote-internlm2-twice",),
     "remote-code-post-init": ("remote-chatglm3-reload",),
     "remote-code-tokenizer-pad": ("remote-chatglm3-stream",),
+    "remote-code-tokenizer-special-tokens": ("remote-plain-tokenizer",),
     "remote-code-logits-warper": ("remote-chatglm3-stream",),
     "decoding-unprepared-config": ("remote-chatglm3-stream",),
     "decoding-prompt-lookup-length": ("llama-prompt-lookup",),
@@ -211,6 +221,7 @@ model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sa
     "remote-chatglm3-reload": _remote_reload("chatglm3"),
     "remote-chatglm3-stream": REMOTE_CHATGLM_STREAM,
     "remote-internlm2-twice": REMOTE_INTERNLM2_TWICE,
+    "remote-plain-tokenizer": REMOTE_PLAIN_TOKENIZER,
     "gpt-neox-static": _generate("gpt-neox", cache_implementation="static"),
     "gemma3-vlm": _generate("gemma3-vlm", "Gemma3ForConditionalGeneration"),
     "gemma4-vlm": _generate("gemma4-vlm", "Gemma4ForConditionalGeneration"),
@@ -239,8 +250,9 @@ def _write_repos(root: Path) -> dict[str, str]:
     from hf_genfix.oracles.tiny import tiny_config, tiny_model
     from hf_genfix.oracles.tokenizers import special_ids, write_repo
 
-    from hf_genfix.oracles.legacy_models import write_family
+    from hf_genfix.oracles.legacy_models import write_family, write_plain_tokenizer
 
+    write_plain_tokenizer(root / f"remote_plain_tokenizer_{os.getpid()}")
     for family in ("deepseek", "chatglm3", "internlm2", "minicpm"):
         # transformers copies remote code to transformers_modules/<folder name>: a name of this process's own,
         # or parallel tox envs overwrite each other's copies

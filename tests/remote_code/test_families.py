@@ -33,7 +33,7 @@ REMOTE_PATCHES = (
     "remote-code-mask-warning", "remote-code-reorder-cache", "remote-code-tokenizer-pad",
     "remote-code-logits-warper", "decoding-unprepared-config", "remote-code-tied-weights",
     "remote-code-init-buffers", "remote-code-init-weights", "remote-code-generation-mixin",
-    "remote-code-post-init",
+    "remote-code-post-init", "remote-code-tokenizer-special-tokens",
 )
 
 
@@ -155,6 +155,37 @@ def test_chatglm_stream_generate_decodes_like_the_reference(family):
     with hf_genfix.disabled(*REMOTE_PATCHES, *STREAM_FAILS):
         if not in_range(FAILS_WITHOUT[family], transformers_version()):
             assert check_family_stream(family) == on
+
+
+def test_a_remote_tokenizer_without_special_tokens_encodes_its_own_tokens():
+    """Qwen-1's shape: no build_inputs_with_special_tokens override. 5.0 - 5.1 give it [CLS] ... [SEP] it does not
+    have (None ids, ValueError on every call)."""
+    import hf_genfix
+    from hf_genfix._registry import in_range, transformers_version
+    from hf_genfix.oracles import DefectObserved
+    from hf_genfix.oracles.legacy_models import check_plain_remote_tokenizer
+
+    on = check_plain_remote_tokenizer()
+    with hf_genfix.disabled("remote-code-tokenizer-special-tokens"):
+        if in_range(">=5.0.0,<5.2.0", transformers_version()):
+            with pytest.raises(DefectObserved, match="None"):
+                check_plain_remote_tokenizer()
+            return
+        assert check_plain_remote_tokenizer() == on
+
+
+def test_special_tokens_pattern_is_left_to_any_transformers_class_in_the_mro():
+    """Only classes written directly on the slow base get 5.2's default; a subclass of a transformers tokenizer
+    keeps what that class chose."""
+    from hf_genfix.fixes.remote_code_tokenizer_special_tokens import written_for_4x
+
+    class Base: ...
+    class Builtin(Base): ...
+    remote_direct = type("Direct", (Base,), {"__module__": "transformers_modules.repo.tokenization_x"})
+    remote_on_builtin = type("OnBuiltin", (Builtin,), {"__module__": "transformers_modules.repo.tokenization_x"})
+    assert written_for_4x(remote_direct, Base)
+    assert not written_for_4x(remote_on_builtin, Base)
+    assert not written_for_4x(Builtin, Base)
 
 
 def test_chatglm_tokenizer_asked_for_the_right_side_fails_as_its_authors_meant(tmp_path):

@@ -857,6 +857,19 @@ class ChatGLMForConditionalGeneration(ChatGLMPreTrainedModel):
                 break
 '''
 
+# The character vocabulary both tiny remote tokenizers read (``self.vocab`` over ``_CHARS``).
+_CHAR_VOCAB = '''
+    @property
+    def vocab_size(self):
+        return len(self.vocab)
+
+    def get_vocab(self):
+        return dict(self.vocab)
+
+    def _tokenize(self, text, **kwargs):
+        return [c for c in text.lower() if c in _CHARS]
+'''.lstrip("\n")
+
 # ChatGLM's tokenizer: left padding only, and position ids made by its own 4.44-era _pad (no padding_side).
 # Characters, not SentencePiece: the model is random, only the shape of the code matters.
 _CHATGLM_TOKENIZER = '''
@@ -880,16 +893,7 @@ class ChatGLMTokenizer(PreTrainedTokenizer):
         super().__init__(padding_side=padding_side, clean_up_tokenization_spaces=clean_up_tokenization_spaces,
                          pad_token="<pad>", unk_token="<unk>", eos_token="</s>", **kwargs)
 
-    @property
-    def vocab_size(self):
-        return len(self.vocab)
-
-    def get_vocab(self):
-        return dict(self.vocab)
-
-    def _tokenize(self, text, **kwargs):
-        return [c for c in text.lower() if c in _CHARS]
-
+{char_vocab}
     def _convert_token_to_id(self, token):
         return self.vocab.get(token, 1)
 
@@ -938,6 +942,84 @@ class ChatGLMTokenizer(PreTrainedTokenizer):
             encoded_inputs[self.model_input_names[0]] = [self.pad_token_id] * difference + required_input
         return encoded_inputs
 '''
+# Qwen-1's tokenization_qwen.py shape: a direct PreTrainedTokenizer subclass over a vocabulary of its own whose
+# texts get no special tokens, so it overrides none of build_inputs_with_special_tokens, get_special_tokens_mask
+# or create_token_type_ids_from_sequences (the 4.x base methods add nothing).
+_PLAIN_TOKENIZER = '''
+from transformers import PreTrainedTokenizer
+
+_CHARS = "abcdefghijklmnopqrstuvwxyz "
+_EOD = "<|endoftext|>"
+
+
+class PlainTokenizer(PreTrainedTokenizer):
+    vocab_files_names = {{}}
+
+    def __init__(self, errors="replace", **kwargs):
+        self.vocab = {{token: i for i, token in enumerate(tuple(_CHARS) + (_EOD,))}}
+        self.ids = {{i: token for token, i in self.vocab.items()}}
+        self.errors = errors
+        super().__init__(**kwargs)
+
+{char_vocab}
+    def _convert_token_to_id(self, token):
+        return self.vocab[token]
+
+    def _convert_id_to_token(self, index):
+        return self.ids[index]
+
+    def convert_tokens_to_string(self, tokens):
+        return "".join(t for t in tokens if t != _EOD)
+
+    def save_vocabulary(self, save_directory, filename_prefix=None):
+        return ()
+'''
+
+
+def write_plain_tokenizer(directory: str | Path) -> Path:
+    """Lay out a remote tokenizer repo of ``_PLAIN_TOKENIZER`` (pad and eos ``<|endoftext|>``, left padding)."""
+    import uuid
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    text = _PLAIN_TOKENIZER.format(char_vocab=_CHAR_VOCAB)
+    (directory / "tokenization_plain.py").write_text(f"# hf_genfix repo {uuid.uuid4().hex}\n{text}")
+    (directory / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": "PlainTokenizer", "padding_side": "left", "pad_token": "<|endoftext|>",
+        "eos_token": "<|endoftext|>", "auto_map": {"AutoTokenizer": ["tokenization_plain.PlainTokenizer", None]}}))
+    return directory
+
+
+def check_plain_remote_tokenizer() -> dict[str, Any]:
+    """A remote tokenizer that adds no special tokens (Qwen-1's shape, ``_PLAIN_TOKENIZER``) encodes as its authors
+    meant: each text's ids are its own tokens' ids, and a batch is those rows padded on the left with its pad id."""
+    import tempfile
+    import uuid
+
+    from transformers import AutoTokenizer
+
+    from .decode import UPSTREAM_ERRORS, defect_on_error
+    from .generation import left_pad
+    from .outcome import DefectObserved
+
+    texts = ["hi there", "hello world again"]
+    with tempfile.TemporaryDirectory(prefix="genfix_tokenizer_") as tmp:
+        repo = write_plain_tokenizer(Path(tmp) / f"plain_{uuid.uuid4().hex[:12]}")
+        what = "a remote tokenizer that adds no special tokens"
+        with defect_on_error(what, UPSTREAM_ERRORS):
+            tokenizer = AutoTokenizer.from_pretrained(str(repo), trust_remote_code=True)
+            rows = [tokenizer(text)["input_ids"] for text in texts]
+            batch = tokenizer(texts, padding=True)
+        expected_rows = [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text)) for text in texts]
+        if rows != expected_rows:
+            raise DefectObserved(f"{what}: encodes {rows}, its tokens are {expected_rows}")
+        ids, mask = left_pad(rows, pad_id=tokenizer.pad_token_id, device="cpu")
+        for key, expected in (("input_ids", ids), ("attention_mask", mask)):
+            if batch[key] != expected.tolist():
+                raise DefectObserved(f"{what}: padded batch {key} {batch[key]}, expected {expected.tolist()}")
+        return {"rows": rows}
+
+
 # [batch, heads, seq, dim] (GLM-4V, the later ChatGLM3 revision) or, for chatglm2, [seq, batch, heads, dim]: the
 # layout of ChatGLM2 and the first ChatGLM3 releases (cache concatenated on dim 0, past length read from
 # shape[0], _reorder_cache selecting on dim 1).
@@ -964,7 +1046,7 @@ def sources(family: str) -> dict[str, str]:
     if family in _CHATGLM_LAYOUT:
         return {"configuration_chatglm.py": _CHATGLM3_CONFIG,
                 "modeling_chatglm.py": _CHATGLM3_MODELING.format(rotary=_ROTARY, **_CHATGLM_LAYOUT[family]),
-                "tokenization_chatglm.py": _CHATGLM_TOKENIZER.format()}
+                "tokenization_chatglm.py": _CHATGLM_TOKENIZER.format(char_vocab=_CHAR_VOCAB)}
     raise KeyError(f"unknown family {family!r}; known: {', '.join(FAMILIES)}")
 
 
