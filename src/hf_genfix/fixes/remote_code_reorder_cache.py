@@ -18,7 +18,9 @@ without a cache.
 
 Correction. While ``_beam_search`` runs on a model whose remote-code class defines ``_reorder_cache``, the
 instance gets a ``_reorder_cache`` with 4.53's dispatch: a ``Cache`` is reordered in place by its own
-``reorder_cache`` and returned; tuples still go to the model's own method. Taken off the instance afterwards;
+``reorder_cache`` and returned; tuples still go to the model's own method, and no cache at all
+(``use_cache=False``, which 5.18 - 5.23 hand to the method as None: ChatGLM's ``TypeError: 'NoneType' object is
+not iterable``) is returned as None, as 4.x never called it then. Taken off the instance afterwards;
 models without their own ``_reorder_cache``, and every model that is not remote code, are passed through.
 """
 
@@ -42,6 +44,8 @@ def install(patcher: Any) -> None:
         own = instance._reorder_cache
 
         def _reorder_cache(past_key_values: Any, beam_idx: Any) -> Any:
+            if past_key_values is None:  # use_cache=False: 5.18 - 5.23 call it with the None entry
+                return None
             if isinstance(past_key_values, (tuple, list)) or not hasattr(past_key_values, "reorder_cache"):
                 return own(past_key_values, beam_idx)
             past_key_values.reorder_cache(beam_idx)
