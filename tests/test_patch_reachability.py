@@ -156,6 +156,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "remote-code-attn-mask-utils": ("remote-deepseek",),
     "remote-code-mask-warning": ("remote-deepseek",),
     "remote-code-cache-api": ("remote-deepseek",),
+    "remote-code-attention-mask": ("remote-deepseek",),
     "remote-code-removed-names": ("remote-deepseek",),
     "remote-code-model-methods": ("remote-chatglm3", "remote-chatglm3-stream"),
     "remote-code-reorder-cache": ("remote-deepseek",),

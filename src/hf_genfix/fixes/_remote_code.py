@@ -32,10 +32,16 @@ def is_remote(cls: type) -> bool:
 def called_from_remote_code(depth: int = 2) -> bool:
     """Whether the nearest caller outside hf_genfix and wrapt (``depth`` frames up from the caller of this
     function) is remote code."""
+    return caller_module(depth + 1).startswith(REMOTE_PREFIX)
+
+
+def caller_module(depth: int = 2) -> str:
+    """The module name of the nearest caller outside hf_genfix and wrapt, ``depth`` frames up from the caller of
+    this function ('' when there is none)."""
     frame = sys._getframe(depth)
     while frame is not None and frame.f_globals.get("__name__", "").startswith(("hf_genfix.", "wrapt")):
         frame = frame.f_back
-    return frame is not None and frame.f_globals.get("__name__", "").startswith(REMOTE_PREFIX)
+    return frame.f_globals.get("__name__", "") if frame is not None else ""
 
 
 def module_globals(cls: type) -> Mapping[str, Any]:

@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from .decode import DEFAULT_ROWS, defect_on_error
+from .decode import DEFAULT_ROWS, UPSTREAM_ERRORS, defect_on_error
 from .generation import check_rows_against_reference, generate_steps, left_pad
 from .outcome import DefectObserved
 from .precision import cast
@@ -178,7 +178,8 @@ def check_legacy_generate(
     handle = model.register_forward_pre_hook(record, with_kwargs=True)
     what = f"{type(model).__name__} (4.40-style prepare_inputs_for_generation) generate"
     try:
-        with defect_on_error(what):
+        # Remote code checks its inputs with assert (DeepSeek-V2's attention: a mask).
+        with defect_on_error(what, (AssertionError, *UPSTREAM_ERRORS)):
             run = generate_steps(model, ids, mask, max_new_tokens=max_new_tokens, pad_token_id=0)
     finally:
         handle.remove()

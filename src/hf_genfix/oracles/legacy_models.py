@@ -163,6 +163,9 @@ _CACHE_MASK = {
 ''',
 }
 
+# DeepSeek-V2's eager attention asserts that it got a mask (4.x generate() always made one).
+_ATTENTION_CHECK = {"deepseek": "        assert attention_mask is not None\n"}
+
 _CACHE_MODELING = '''
 import math
 from typing import List, Optional, Tuple, Union
@@ -218,7 +221,7 @@ class {Name}Attention(nn.Module):
         attn_weights = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.head_dim)
         if attn_weights.size() != (bsz, self.num_heads, q_len, kv_seq_len):
             raise ValueError(f"Attention weights should be of size {{(bsz, self.num_heads, q_len, kv_seq_len)}}")
-        if attention_mask is not None:
+{mask_check}        if attention_mask is not None:
             attn_weights = attn_weights + attention_mask
         attn_weights = nn.functional.softmax(attn_weights, dim=-1, dtype=torch.float32).to(q.dtype)
         out = torch.matmul(attn_weights, v).transpose(1, 2).reshape(bsz, q_len, -1)
@@ -1037,7 +1040,7 @@ def sources(family: str) -> dict[str, str]:
             f"configuration_{name}.py": _CACHE_CONFIG.format(name=name, Name=cap),
             f"modeling_{name}.py": _CACHE_MODELING.format(
                 name=name, Name=cap, imports=_CACHE_IMPORTS[family], mask=_CACHE_MASK[family].rstrip("\n"),
-                rotary=_ROTARY,
+                rotary=_ROTARY, mask_check=_ATTENTION_CHECK.get(family, ""),
             ),
         }
     if family == "internlm2":
@@ -1146,16 +1149,17 @@ def _loaded(family: str, repo: Path) -> Any:
 
 
 def check_family(family: str, directory: str | Path | None = None, max_new_tokens: int = 4,
-                 loads: int = 1) -> dict[str, Any]:
+                 loads: int = 1, rows: Sequence[Sequence[int]] | None = None) -> dict[str, Any]:
     """Write, load and check one family: greedy ``generate()`` on a batch equals greedy decoding by full no-cache
     forwards, and after the prefill each forward gets one new token and the cache (``check_legacy_generate``).
-    ``loads=2`` checks the model of a second load of the repo in the process (auto classes register the first)."""
+    ``loads=2`` checks the model of a second load of the repo in the process (auto classes register the first);
+    ``rows`` replaces the family's batch (``EQUAL_ROWS``: no padding, an all-ones mask)."""
     from .legacy import check_legacy_generate
 
     with _family_repo(family, directory) as repo:
         for _ in range(loads):
             model = _loaded(family, repo)
-        return check_legacy_generate(model, rows=rows_for(family), max_new_tokens=max_new_tokens,
+        return check_legacy_generate(model, rows=rows or rows_for(family), max_new_tokens=max_new_tokens,
                                      tuple_seq_dim=_CHATGLM_LAYOUT.get(family, {}).get("seq_dim", -2))
 
 
