@@ -125,6 +125,22 @@ model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sa
 """
 
 
+# A remote mixture-of-experts repo of DeepSeek-V2's layout: build, save next to the code, load back.
+REMOTE_MOE_RELOAD = f"""
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM
+repo = REPO + "/remote_moe_{os.getpid()}"
+config = AutoConfig.from_pretrained(repo, trust_remote_code=True)
+torch.manual_seed(0)
+saved = AutoModelForCausalLM.from_config(config, trust_remote_code=True).eval()
+saved.save_pretrained(repo)
+model = AutoModelForCausalLM.from_pretrained(repo, trust_remote_code=True).eval()
+ids = torch.tensor([[17, 44, 91, 23, 5]])
+if applied("remote-code-checkpoint-conversion"):
+    assert torch.allclose(model(input_ids=ids).logits, saved(input_ids=ids).logits)
+"""
+
+
 # The same repo loaded twice in one process (a notebook, a server reloading its model): the second load.
 REMOTE_INTERNLM2_TWICE = f"""
 import torch
@@ -171,6 +187,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "remote-code-init-weights": ("remote-deepseek-reload",),
     "remote-code-generation-mixin": ("remote-internlm2-twice",),
     "remote-code-post-init": ("remote-chatglm3-reload",),
+    "remote-code-checkpoint-conversion": ("remote-moe-reload",),
     "remote-code-tokenizer-pad": ("remote-chatglm3-stream",),
     "remote-code-tokenizer-special-tokens": ("remote-plain-tokenizer",),
     "remote-code-logits-warper": ("remote-chatglm3-stream",),
@@ -223,6 +240,7 @@ model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sa
     "remote-chatglm3-stream": REMOTE_CHATGLM_STREAM,
     "remote-internlm2-twice": REMOTE_INTERNLM2_TWICE,
     "remote-plain-tokenizer": REMOTE_PLAIN_TOKENIZER,
+    "remote-moe-reload": REMOTE_MOE_RELOAD,
     "gpt-neox-static": _generate("gpt-neox", cache_implementation="static"),
     "gemma3-vlm": _generate("gemma3-vlm", "Gemma3ForConditionalGeneration"),
     "gemma4-vlm": _generate("gemma4-vlm", "Gemma4ForConditionalGeneration"),
@@ -251,9 +269,10 @@ def _write_repos(root: Path) -> dict[str, str]:
     from hf_genfix.oracles.tiny import tiny_config, tiny_model
     from hf_genfix.oracles.tokenizers import special_ids, write_repo
 
-    from hf_genfix.oracles.legacy_models import write_family, write_plain_tokenizer
+    from hf_genfix.oracles.legacy_models import write_family, write_moe_repo, write_plain_tokenizer
 
     write_plain_tokenizer(root / f"remote_plain_tokenizer_{os.getpid()}")
+    write_moe_repo(root / f"remote_moe_{os.getpid()}")
     for family in ("deepseek", "chatglm3", "internlm2", "minicpm"):
         # transformers copies remote code to transformers_modules/<folder name>: a name of this process's own,
         # or parallel tox envs overwrite each other's copies

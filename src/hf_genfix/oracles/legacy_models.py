@@ -1023,6 +1023,131 @@ def check_plain_remote_tokenizer() -> dict[str, Any]:
         return {"rows": rows}
 
 
+# DeepSeek-V2's mixture of experts as its remote file lays it out: config.model_type "deepseek_v2" (also the
+# type of transformers' own class from 5.0), one module per expert (mlp.experts.<i>.gate_proj / up_proj /
+# down_proj). The routing is dense here: only the parameter layout matters.
+_MOE_CONFIG = '''
+from transformers import PretrainedConfig
+
+
+class DeepseekV2Config(PretrainedConfig):
+    model_type = "deepseek_v2"
+
+    def __init__(self, vocab_size=128, hidden_size=32, moe_intermediate_size=16, n_routed_experts=4, **kwargs):
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.moe_intermediate_size = moe_intermediate_size
+        self.n_routed_experts = n_routed_experts
+        super().__init__(**kwargs)
+'''
+
+_MOE_MODELING = '''
+import torch
+from torch import nn
+
+from transformers.modeling_outputs import CausalLMOutputWithPast
+from transformers.modeling_utils import PreTrainedModel
+
+from .configuration_deepseek import DeepseekV2Config
+
+
+class DeepseekV2MLP(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.gate_proj = nn.Linear(config.hidden_size, config.moe_intermediate_size, bias=False)
+        self.up_proj = nn.Linear(config.hidden_size, config.moe_intermediate_size, bias=False)
+        self.down_proj = nn.Linear(config.moe_intermediate_size, config.hidden_size, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class DeepseekV2MoE(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.experts = nn.ModuleList([DeepseekV2MLP(config) for _ in range(config.n_routed_experts)])
+        self.gate = nn.Linear(config.hidden_size, config.n_routed_experts, bias=False)
+
+    def forward(self, x):
+        weights = self.gate(x).softmax(-1)
+        return sum(weights[..., i:i + 1] * expert(x) for i, expert in enumerate(self.experts))
+
+
+class DeepseekV2Layer(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.mlp = DeepseekV2MoE(config)
+
+
+class DeepseekV2Model(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.layers = nn.ModuleList([DeepseekV2Layer(config)])
+
+
+class DeepseekV2ForCausalLM(PreTrainedModel):
+    config_class = DeepseekV2Config
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.model = DeepseekV2Model(config)
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.post_init()
+
+    def _init_weights(self, module):
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            module.weight.data.normal_(mean=0.0, std=0.5)
+
+    def forward(self, input_ids=None, **kwargs):
+        hidden = self.model.embed_tokens(input_ids)
+        for layer in self.model.layers:
+            hidden = hidden + layer.mlp(hidden)
+        return CausalLMOutputWithPast(logits=self.lm_head(hidden))
+'''
+
+
+def write_moe_repo(directory: str | Path) -> Path:
+    """Lay out the remote repo of ``_MOE_CONFIG`` / ``_MOE_MODELING`` (code and config, no weights)."""
+    import uuid
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    stamp = f"# hf_genfix repo {uuid.uuid4().hex}\n"
+    (directory / "configuration_deepseek.py").write_text(stamp + _MOE_CONFIG)
+    (directory / "modeling_deepseek.py").write_text(stamp + _MOE_MODELING)
+    (directory / "config.json").write_text(json.dumps({
+        "model_type": "deepseek_v2", "architectures": ["DeepseekV2ForCausalLM"], "tie_word_embeddings": False,
+        "auto_map": {"AutoConfig": "configuration_deepseek.DeepseekV2Config",
+                     "AutoModelForCausalLM": "modeling_deepseek.DeepseekV2ForCausalLM"}}))
+    return directory
+
+
+def check_remote_moe_reload() -> dict[str, Any]:
+    """A remote model of DeepSeek-V2's expert layout (``_MOE_MODELING``), saved next to its code and loaded back
+    with ``from_pretrained``, gives the logits of the model it was saved from."""
+    import tempfile
+    import uuid
+
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from .reference import assert_close
+
+    with tempfile.TemporaryDirectory(prefix="genfix_moe_") as tmp:
+        repo = write_moe_repo(Path(tmp) / f"moe_{uuid.uuid4().hex[:12]}")
+        config = AutoConfig.from_pretrained(str(repo), trust_remote_code=True)
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(config, trust_remote_code=True).float().eval()
+        model.save_pretrained(repo)
+        what = "a remote model of DeepSeek-V2's expert layout, loaded back"
+        again = _from_pretrained(repo, what).float().eval()
+        ids = torch.tensor(EQUAL_ROWS)
+        with torch.no_grad():
+            diff = assert_close(again(input_ids=ids).logits, model(input_ids=ids).logits, what)
+        return {"max_logit_diff": diff}
+
+
 # [batch, heads, seq, dim] (GLM-4V, the later ChatGLM3 revision) or, for chatglm2, [seq, batch, heads, dim]: the
 # layout of ChatGLM2 and the first ChatGLM3 releases (cache concatenated on dim 0, past length read from
 # shape[0], _reorder_cache selecting on dim 1).
@@ -1197,20 +1322,24 @@ def check_family_tied(family: str) -> dict[str, Any]:
 def _saved_and_loaded(family: str) -> Iterator[tuple[Any, Any]]:
     """(the family's model, the same model saved next to its code and loaded back with ``from_pretrained`` as a Hub
     repo is)."""
+    with _family_repo(family) as repo:
+        model = _loaded(family, repo)
+        model.save_pretrained(repo)
+        yield model, _from_pretrained(repo, f"{family}: from_pretrained of its saved repo")
+
+
+def _from_pretrained(repo: Path, what: str) -> Any:
+    """``AutoModelForCausalLM.from_pretrained(repo, trust_remote_code=True)``; an upstream error is the defect."""
     from transformers import AutoModelForCausalLM
 
     from .decode import defect_on_error
     from .outcome import ProbeSkipped
 
-    with _family_repo(family) as repo:
-        model = _loaded(family, repo)
-        model.save_pretrained(repo)
-        try:
-            with defect_on_error(f"{family}: from_pretrained of its saved repo"):
-                again = AutoModelForCausalLM.from_pretrained(str(repo), trust_remote_code=True)
-        except NameError as exc:  # 4.51.0: from_pretrained refers to accelerate's init_empty_weights unimported
-            raise ProbeSkipped(f"from_pretrained itself fails on this release: {exc}") from exc
-        yield model, again
+    try:
+        with defect_on_error(what):
+            return AutoModelForCausalLM.from_pretrained(str(repo), trust_remote_code=True)
+    except NameError as exc:  # 4.51.0: from_pretrained refers to accelerate's init_empty_weights unimported
+        raise ProbeSkipped(f"from_pretrained itself fails on this release: {exc}") from exc
 
 
 def check_family_reload(family: str) -> dict[str, Any]:
