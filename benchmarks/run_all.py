@@ -42,6 +42,9 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
                        ["--pairs", "15"], ["--pairs", "5", "--new", "64", "--calls", "2000"]),
     "recording": ("`generate()` with the patches, per-call record off / on, vs unpatched (tiny Llama, batch 4, "
                   "128 tokens)", ["--runs", "15"], ["--runs", "5", "--new", "32"]),
+    "decode_step": ("one decode step with vs without hf_genfix: calls added per step, then time in process "
+                    "(revert/activate) and in separate processes (tiny Llama, remote-code and T5, batch 4)",
+                    ["--pairs", "15", "--processes", "6"], ["--pairs", "5", "--processes", "2", "--new", "24"]),
     "remote_code": ("a remote-code model's `generate()` with vs without the remote-code layer (tiny, batch 4, "
                     "64 tokens)", ["--pairs", "15"], ["--pairs", "4", "--new", "16"]),
     "sliding_window_decode": ("decode with the wrapped `DynamicSlidingWindowLayer.update` (draft-keys patch)",

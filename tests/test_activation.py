@@ -39,6 +39,7 @@ def test_without_transformers_import_works_and_nothing_happens():
     assert out["versions"] in ([], ["None"])
 
 
+@pytest.mark.slow
 def test_info_log_says_once_what_was_decided():
     pytest.importorskip("transformers")
     proc = run_python("""

@@ -41,6 +41,7 @@ def _cli(launcher: list[str], args: list[str], env: dict[str, str], cwd: Path | 
     return subprocess.run(launcher + args, env=env, capture_output=True, text=True, timeout=300, cwd=cwd)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("launcher", _launchers(), ids=lambda l: "python -m" if len(l) == 3 else "console script")
 @pytest.mark.parametrize("case", sorted(BAD_ENVIRONMENTS))
 def test_bad_environment_is_one_line_and_exit_2_for_every_command(launcher, case):

@@ -89,6 +89,7 @@ def _forced_env():
     return {env_name(m.id): "on" for m in load_dir()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["auto", "forced"])
 def test_every_import_order_gives_the_same_state(mode):
     env = _forced_env() if mode == "forced" else {}

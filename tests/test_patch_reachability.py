@@ -342,6 +342,7 @@ def test_every_patch_has_a_program():
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("patch_id", sorted(MANIFESTS))
 def test_the_smallest_program_gets_the_patch(patch_id, programs):
     if patch_id not in PROGRAMS:

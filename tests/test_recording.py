@@ -66,6 +66,7 @@ def test_a_hand_written_loop_is_recorded_by_prepare_inputs(model):
     assert fed, rec.lines
 
 
+@pytest.mark.slow
 def test_log_debug_records_the_whole_process():
     proc = run_python("""
         import json, torch, hf_genfix

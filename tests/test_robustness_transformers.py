@@ -59,6 +59,7 @@ def test_patched_callables_pickle_and_deepcopy_as_upstreams_do():
     assert type(deep.__self__) is type(model) and deep.__self__ is not model
 
 
+@pytest.mark.slow
 def test_reloaded_generation_module_keeps_models_fixed():
     out = run_json("""
         import importlib, json

@@ -48,6 +48,7 @@ def test_pyproject_declares_the_entry_point():
     assert project["entry-points"]["pytest11"] == {"hf_genfix": "hf_genfix_pytest"}
 
 
+@pytest.mark.slow
 @needs_torch
 def test_fixture_and_marker_in_a_pytest_run(pytester):
     # One pytest run (one transformers import) for both: the fixture on a correct and a broken model, and the

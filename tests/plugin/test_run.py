@@ -107,6 +107,7 @@ def test_without_double_dash_and_without_user_sitecustomize(tmp_path):
     assert out["user_sitecustomize_ran"] is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("switch", [None, "off"])
 def test_states_are_those_of_an_explicit_import(tmp_path, switch):
     pytest.importorskip("transformers")

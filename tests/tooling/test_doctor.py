@@ -124,6 +124,7 @@ def test_every_shipped_patch_has_a_user_program():
     assert set(user_programs.BY_ID.values()) | set(user_programs.BY_FAMILY.values()) <= set(user_programs.PROGRAMS)
 
 
+@pytest.mark.slow
 def test_plain_program_runs_in_a_fresh_interpreter():
     from hf_genfix._registry import in_range
     from hf_genfix.oracles.user_programs import PlainRun
