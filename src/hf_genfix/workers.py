@@ -39,8 +39,7 @@ def setup(*_args: Any) -> None:
     ``worker_process_setup_hook`` (``ray_runtime_env()`` names it). The work is done by the import that loading
     this function by reference makes in the worker: ``import hf_genfix`` reads the worker's ``HF_GENFIX*``
     environment (``ConfigError`` on a bad value, which fails the worker's start-up rather than letting it run
-    without the fixes) and hooks transformers before the worker runs any task."""
-    _activation.config()
+    without the fixes) and hooks transformers before the worker runs any task. The call has nothing left to do."""
 
 
 def toggles(environ: Mapping[str, str] | None = None) -> dict[str, str]:

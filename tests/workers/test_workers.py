@@ -57,7 +57,7 @@ def launch(shared, tmp_path, command: list, protected: bool, timeout: int = TIME
     (tmp_path / "inputs.json").write_text(json.dumps(inputs))
     env = {k: v for k, v in os.environ.items() if not k.startswith("HF_GENFIX")}
     # The suite itself may run under `hf-genfix run`: the unprotected runs must not inherit its bootstrap.
-    path = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != BOOTSTRAP_DIR]
+    path = [os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != BOOTSTRAP_DIR]
     env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + path)
     env.update({TOGGLE[0]: TOGGLE[1], "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
                 "RAY_USAGE_STATS_ENABLED": "0", "HF_HUB_OFFLINE": "1"})
