@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -64,9 +65,17 @@ def launch(shared, tmp_path, command: list, protected: bool, timeout: int = TIME
     if protected:
         command = [program("hf-genfix"), "run", "--"] + command
     start = time.perf_counter()
-    proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout)
+    # Its own session: on a timeout every process it started (ranks, pool children, a Ray cluster) is ended.
+    proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"{command} did not finish in {timeout} s: {err[-6000:]}")
     print(f"{' '.join(Path(c).name for c in command[:6])}: {time.perf_counter() - start:.1f} s")
-    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-6000:])
+    assert proc.returncode == 0, (out[-3000:], err[-6000:])
     return json.loads((tmp_path / "results.json").read_text())
 
 
