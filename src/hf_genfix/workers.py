@@ -80,7 +80,7 @@ def ray_runtime_env(runtime_env: Mapping[str, Any] | None = None,
 def report() -> dict[str, Any]:
     """This process's hf_genfix state, as plain data a worker can send back (picklable, JSON-able).
 
-    ``pid``; ``enabled`` (False under ``HF_GENFIX=off``); ``toggles`` (the ``HF_GENFIX*`` variables this process
+    ``pid``; ``python`` (the interpreter); ``enabled`` (False under ``HF_GENFIX=off``); ``toggles`` (the ``HF_GENFIX*`` variables this process
     read); ``states`` (patch id -> state, as ``hf_genfix.status()``); ``loaded_before``: the patches' target
     modules that were already imported when hf_genfix was, in this process. Their classes are patched in place
     since then, but calls made before ran upstream's code: a worker started the documented way has none, one
