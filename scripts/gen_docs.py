@@ -178,6 +178,9 @@ def api() -> str:
         lines += [f"### `{title}`", "", "```text", text, "```", ""]
     lines += ["### Doctor verdicts", "", textwrap.dedent(_doc(_module_ast("hf_genfix.doctor"))), ""]
     lines += _verdicts() + [""]
+    lines += ["## Workers: `hf_genfix.workers`", "", textwrap.dedent(_doc(_module_ast("hf_genfix.workers"))), ""]
+    for name in _exports("hf_genfix.workers"):
+        lines += _entry(f"hf_genfix.workers.{name}", _find("hf_genfix.workers", name))
     lines += ["## Testing API: `hf_genfix.testing`", "", textwrap.dedent(_doc(_module_ast("hf_genfix.testing"))), ""]
     from hf_genfix.testing import CHECKS
 

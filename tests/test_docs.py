@@ -24,6 +24,10 @@ def test_api_reference_is_generated_and_lists_every_public_name():
         assert f"hf_genfix.{name}" in page, name
     for name in hf_genfix.testing.__all__:
         assert name in page, name
+    import hf_genfix.workers
+
+    for name in hf_genfix.workers.__all__:
+        assert f"hf_genfix.workers.{name}" in page, name
     for state in ("applied", "armed", "pending", "not-needed", "forced", "disabled", "drift", "failed"):
         assert f"``{state}``" in page, state
     for command in ("hf-genfix list", "hf-genfix doctor", "hf-genfix run", "Exit status", "generation_checker"):

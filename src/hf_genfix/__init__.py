@@ -131,6 +131,17 @@ def _launched_as_cli() -> bool:
     return False
 
 
+def _transformers_modules() -> frozenset:
+    import sys
+
+    return frozenset(n for n in list(sys.modules) if n == "transformers" or n.startswith("transformers."))
+
+
+# What of transformers could already have run without hf_genfix (a worker that imports it late):
+# ``hf_genfix.workers.report()`` names the target modules among these. Kept by ``importlib.reload(hf_genfix)``.
+if "_loaded_before" not in globals():
+    _loaded_before = _transformers_modules()
+
 try:
     _activation.activate()
 except ConfigError:
