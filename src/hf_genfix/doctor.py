@@ -610,7 +610,7 @@ def _main(args: argparse.Namespace, registry: Any, setting: Any) -> int:
     if args.sweep and report["transformers"] is not None:
         from .oracles import sweep as sweep_mod
 
-        with quiet_logs():
+        with quiet_logs(), quiet_progress():
             report["sweep"] = sweep_mod.run_sweep(
                 registry, archs=args.arch or None, scenarios=args.scenario or None, budget_s=args.sweep_budget,
                 differential_all=args.differential, progress=None if args.quiet else sweep_mod.stderr_progress,
