@@ -15,8 +15,10 @@ import sys
 
 import transformers
 from _show import verdict
-from hf_genfix._registry import in_range
 from hf_genfix.cli import load_targets
+# The catalog's own data and loader (internal names: this example reads the manifests the way `hf-genfix doctor`
+# does; a program of yours never needs them).
+from hf_genfix._registry import in_range
 from hf_genfix.doctor import _load
 
 load_targets()  # import what every patch wraps, so that each one covering this release is installed

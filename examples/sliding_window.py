@@ -13,8 +13,9 @@ import hf_genfix  # noqa: F401
 import sys
 
 import transformers
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 from _show import INIT, verdict
-from hf_genfix._registry import in_range
 from hf_genfix.fixes.padding_prefill_chunks import uncompiled
 from hf_genfix.oracles.decode import UPSTREAM_ERRORS, defect_on_error
 from hf_genfix.oracles.sliding import check_past_window, check_same_as_greedy, sliding_model
@@ -25,7 +26,8 @@ PATCHES = {  # the catalog's patches for what this script runs, and the releases
     "sliding-window-draft-keys": ">=5.15.0,<5.18.0",
     "sliding-window-prefill-chunks": ">=5.0.0,<5.3.0",
 }
-here = [pid for pid, spec in PATCHES.items() if in_range(spec, transformers.__version__)]
+release = Version(transformers.__version__).base_version  # 5.12.0rc1 and 5.12.0.dev0 count as 5.12.0
+here = [pid for pid, spec in PATCHES.items() if SpecifierSet(spec).contains(release)]
 print(f"transformers {transformers.__version__}: "
       + (f"has the defects of {', '.join(here)}" if here else "has none of these defects (upstream is right)"))
 
