@@ -132,12 +132,15 @@ def _verdicts() -> list[str]:
     """The doctor's verdicts: its constants with the comment that says what each means."""
     source = (SRC / "hf_genfix" / "doctor.py").read_text(encoding="utf-8")
     found: list[list[str]] = []
+    continuing = False
     for line in source.splitlines():
         start = re.match(r'^[A-Z_]+ = "([a-z-]+)" +# (.*)$', line)
         if start:
             found.append([start.group(1), start.group(2)])
-        elif found and re.match(r"^ +# ", line):  # the comment goes on under the constant
+        elif continuing and re.match(r"^ +# ", line):  # the comment goes on under the constant
             found[-1][1] += " " + line.strip()[2:]
+        # Only the lines right under a verdict continue it (not a later comment elsewhere in the module).
+        continuing = bool(start) or (continuing and bool(re.match(r"^ +# ", line)))
     outcomes = {"pass", "defect", "skipped", "error"}
     return [f"- `{value}`: {meaning}" for value, meaning in found if value not in outcomes]
 
@@ -165,7 +168,9 @@ def api() -> str:
 
     lines += ["## Environment", "", "Read once, by `import hf_genfix` (and by every `hf-genfix` command).", "",
               "| variable | values | meaning |", "|---|---|---|"]
-    for name, values, meaning in variables()[:3] + [("HF_GENFIX_<ID>", "auto, on, off",
+    from hf_genfix.cli import TOGGLE_VALUES
+
+    for name, values, meaning in variables()[:3] + [("HF_GENFIX_<ID>", TOGGLE_VALUES,
                                                     "one patch; `<ID>` is its id upper-cased, `-` -> `_`")]:
         lines.append(f"| `{name}` | {values} | {meaning} |")
     lines += [""]

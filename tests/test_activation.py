@@ -40,17 +40,20 @@ def test_without_transformers_import_works_and_nothing_happens():
 
 
 @pytest.mark.slow
-def test_info_log_says_once_what_was_decided():
+def test_debug_log_says_once_what_was_decided():
+    """HF_GENFIX_LOG=debug: each decided patch is named once, with its state, as its modules are imported (at
+    info only the one summary line is said: tests/test_newcomer.py)."""
     pytest.importorskip("transformers")
     proc = run_python("""
         import hf_genfix, transformers, json
         from hf_genfix.cli import load_targets
         load_targets()
         print(json.dumps({s.id: s.state for s in hf_genfix.status()}))
-    """, env={"HF_GENFIX_LOG": "info"})
+    """, env={"HF_GENFIX_LOG": "debug"})
     assert proc.returncode == 0, proc.stderr
     states = json.loads(proc.stdout.splitlines()[-1])
-    lines = [line for line in proc.stderr.splitlines() if line.startswith("INFO hf_genfix")]
+    lines = [line for line in proc.stderr.splitlines()
+             if line.startswith("DEBUG hf_genfix: hf_genfix on transformers") and "(import of " in line]
     said: dict[str, list[str]] = {}
     for line in lines:
         for part in line.split("): ", 1)[1].split("; "):

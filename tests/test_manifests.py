@@ -92,4 +92,5 @@ def test_wheel_ships_the_manifests(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     for m in MANIFESTS:
         assert f"hf_genfix/_patches/{m.id}.toml" in names
+    assert "hf_genfix/_patches/verified.json" in names  # the verified range an installed package reports
     assert "hf_genfix/py.typed" in names

@@ -160,6 +160,9 @@ def _install_finder() -> None:
 
 
 def _configure_logging(level: str) -> None:
+    # transformers' convention (transformers.utils.logging._configure_library_root_logger): the library's root
+    # logger gets its own stderr handler and stops propagating, so a program that also calls
+    # logging.basicConfig() sees each line once, not once per handler.
     import logging
 
     log = logging.getLogger("hf_genfix")
@@ -169,3 +172,4 @@ def _configure_logging(level: str) -> None:
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
         handler._hf_genfix = True  # type: ignore[attr-defined]
         log.addHandler(handler)
+    log.propagate = False

@@ -82,10 +82,11 @@ class Config:
                 import difflib
 
                 close = difflib.get_close_matches(name, known, n=1, cutoff=0.0)
+                # One short line: the closest name, and where the full list is (``accepted`` still has it).
                 raise ConfigError(
                     f"{name}={raw!r}: no hf_genfix patch or setting has this name"
                     + (f"; did you mean {close[0]}?" if close else "")
-                    + f" Known names: {', '.join(known)}.",
+                    + " `hf-genfix list` prints every name.",
                     name, raw, tuple(known), close[0] if close else None,
                 )
         return cls(enabled=enabled, strict=strict, log_level=log_level, toggles=toggles)

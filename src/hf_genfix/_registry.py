@@ -134,6 +134,7 @@ class Registry:
         self._active = False
         self._found: set[str] = set()  # target modules the installed transformers has
         self._warned_version: str | None = None
+        self._summarised = False  # the one INFO line is said
         self._lock = threading.RLock()
         for entry in self._entries.values():
             if not config.enabled:
@@ -367,9 +368,17 @@ class Registry:
             raise PatchError(message + " (HF_GENFIX_STRICT=1)")
 
     def _warn_unknown_version(self, version: str | None) -> None:
-        if version is None or version == self._warned_version or _parse_version(version) is not None:
+        if version is None or version == self._warned_version:
             return
         self._warned_version = version
+        if _parse_version(version) is not None:
+            from ._support import outside_verified
+
+            unverified = outside_verified(version)
+            if unverified:
+                # `hf-genfix list` and `doctor` print this line themselves and drop the record (by this mark).
+                log.warning("hf_genfix: %s", unverified, extra={"hf_genfix_unverified": version})
+            return
         warnings.warn(
             f"hf_genfix: transformers reports version {version!r}, which is not a PEP 440 version: hf_genfix "
             f"cannot tell which defects it has and installs no patch; force the ones you know it needs with "
@@ -378,7 +387,18 @@ class Registry:
         )
 
     def _summarise(self, version: str | None, trigger: str, changed: list[str]) -> None:
-        if not log.isEnabledFor(logging.INFO):
+        if version is not None and not self._summarised and log.isEnabledFor(logging.INFO):
+            # HF_GENFIX_LOG=info: one line per process, once transformers is imported; the decisions as each
+            # target module is imported are DEBUG lines.
+            self._summarised = True
+            counts: dict[str, int] = {}
+            for entry in self._entries.values():
+                counts[entry.state] = counts.get(entry.state, 0) + 1
+            fixing = sum(counts.pop(state, 0) for state in (APPLIED, ARMED, FORCED))
+            rest = "".join(f", {n} {state}" for state, n in sorted(counts.items()))
+            log.info("hf_genfix on transformers %s: %d patches fix defects of this release (each installed as its "
+                     "module is imported)%s; `hf-genfix list` names them", version, fixing, rest)
+        if not log.isEnabledFor(logging.DEBUG):
             return
         by_state: dict[str, list[str]] = {}
         for pid in changed:
@@ -387,7 +407,7 @@ class Registry:
         if not by_state:
             return
         parts = [f"{state}: {', '.join(ids)}" for state, ids in sorted(by_state.items())]
-        log.info("hf_genfix on transformers %s (import of %s): %s", version, trigger, "; ".join(parts))
+        log.debug("hf_genfix on transformers %s (import of %s): %s", version, trigger, "; ".join(parts))
 
 
 def _skipped(entry: _Entry, version: str | None) -> str:

@@ -1,8 +1,10 @@
 """``hf-genfix`` / ``python -m hf_genfix``: list | doctor | run.
 
-Exit status: 0 success; 1 ``doctor`` found a failing patch (or a new defect with ``--sweep``); 2 a usage error or
+Exit status: 0 success; 1 ``doctor`` found a failing patch (or a new defect with ``--sweep``); 2 a usage error,
 a bad ``HF_GENFIX*`` environment (one line on stderr naming the variable, its value, the accepted values and the
-closest name); ``run`` returns the program's own status (127 / 126 when the program cannot be started).
+closest name), or ``doctor`` without what its probes need (torch, the ``--device`` asked for; one line saying how
+to get it); 3 ``doctor`` on a transformers release outside the range hf_genfix has verified; ``run`` returns the
+program's own status (127 / 126 when the program cannot be started).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import os
 import sys
 from typing import Any, Sequence
 
+# What HF_GENFIX_<ID> accepts (_config: any case; empty means auto).
+TOGGLE_VALUES = "auto, on, off (also 1/0, true/false, yes/no)"
 LIST_HEADER = ("states as a program sees them right after `import hf_genfix, transformers` "
                "(`hf-genfix doctor` imports every target and checks each patch)")
 
@@ -35,6 +39,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             if argv[:1] == ["list"]:
                 print_variables(problems, as_json="--json" in argv)
             return 2
+    if argv and argv[0] in ("doctor", "list"):
+        # Both print the unverified-release line at the top of their output: the library's log record of it
+        # would say it a second time.
+        import logging
+
+        logging.getLogger("hf_genfix").addFilter(lambda record: not hasattr(record, "hf_genfix_unverified"))
     if argv and argv[0] in ("doctor", "run"):
         # Their own parsers own their arguments (run passes everything after it to the program).
         module = {"doctor": "hf_genfix.doctor", "run": "hf_genfix.runner"}[argv[0]]
@@ -72,9 +82,10 @@ def variables() -> list[tuple[str, str, str]]:
         (PREFIX, switch, "off: install no patch"),
         (f"{PREFIX}_STRICT", switch, "on: a patch that cannot be installed raises hf_genfix.PatchError"),
         (f"{PREFIX}_LOG", "debug, info, warning, error",
-         "level of the hf_genfix logger; debug also records every call a patch changes"),
+         "level of the hf_genfix logger; info: one summary line; debug: also each decision and every call a "
+         "patch changes"),
     ]
-    rows += [(env_name(pid), "auto, on, off", f"the {pid} patch") for pid in patch_ids()]
+    rows += [(env_name(pid), TOGGLE_VALUES, f"the {pid} patch") for pid in patch_ids()]
     return rows
 
 
@@ -160,6 +171,11 @@ def cmd_list(as_json: bool) -> int:
         json.dump({"transformers": version, "patches": [r.to_dict() for r in records]}, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
+    from hf_genfix._support import outside_verified
+
+    unverified = outside_verified(version)
+    if unverified:
+        print(unverified)
     print(f"transformers {version}: {LIST_HEADER}" if version else "transformers is not installed: nothing to patch")
     rows = [("id", "state", "affected", "summary")] + [
         (r.id, r.state, r.affected, r.summary) for r in records

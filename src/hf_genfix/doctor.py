@@ -18,19 +18,28 @@ other than DefectObserved / ProbeSkipped).
 model cannot do is ``unsupported`` and a defect of the catalog ``known``, neither changes the exit status.
 ``--differential`` also runs every scenario without hf_genfix and compares (never worse than upstream).
 
-Time is reported against a budget, never judged: a slow run on a busy machine changes no verdict and no exit
-status.
+Exit status: 0 every patch checks out; 1 a failing patch (above), or a new defect with ``--sweep``; 2 a usage
+error, or what the probes need is missing (torch, or the ``--device`` asked for), said in one line; 3 the
+installed transformers is outside the range hf_genfix has verified (older than the oldest or newer than the newest
+release of the matrix): the checks still run and are reported, but their findings are about a release nobody
+verified.
+
+The text report is a verdict and what needs attention; ``--verbose`` adds the table of every patch and what each
+probe saw, ``--json`` the whole report. Time is reported, never judged: a slow run on a busy machine changes no
+verdict and no exit status.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import contextvars
 import importlib
 import inspect
 import json
 import platform
 import sys
+import threading
 import time
 import traceback
 import warnings
@@ -39,7 +48,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 SCHEMA = 1
-BUDGET_S = 30.0
+BUDGET_S = 30.0  # what a quiet 2-core machine takes (JSON ``budget_seconds``); information only
+
+# Exit statuses (the module docstring says what each means).
+EXIT_OK, EXIT_FAILING, EXIT_USAGE, EXIT_UNSUPPORTED = 0, 1, 2, 3
 
 # Outcomes of one probe run.
 PASS, DEFECT, SKIPPED, ERROR = "pass", "defect", "skipped", "error"
@@ -57,6 +69,13 @@ SKIPPED_VERDICT = "skipped"        # the scenario cannot run on this release
 EXPOSED = "exposed"                # the user switched the patch off (or it is pending) and the defect is there
 UNCHECKED = "unchecked"            # no defect seen, patch not installed for a reason other than the range
 FAILING = (NOT_FIXED, CATALOG_WRONG, UNPROTECTED, PROBE_ERROR)
+# Verdicts the short report lists (besides the failing ones): the user switched a needed patch off, or the probe
+# and the range disagree. Fixed, not-needed and skipped patches are counted only (--verbose lists them).
+ATTENTION = (EXPOSED, NOT_REPRODUCED, UNCHECKED)
+
+_QUIET_BARS: contextvars.ContextVar[bool] = contextvars.ContextVar("hf_genfix_doctor_quiet_bars", default=False)
+_BARS_LOCK = threading.Lock()
+_BARS: dict[str, Any] = {"open": 0, "hook": None, "previous": None}  # quiet_progress blocks open, process-wide
 
 
 @dataclass
@@ -294,6 +313,55 @@ def quiet_logs() -> Iterator[None]:
             tlog.set_verbosity(level)
 
 
+class UsageError(ValueError):
+    """A command line doctor cannot act on (exit status 2)."""
+
+
+# What the doctor's findings mean on a release outside the verified range.
+UNVERIFIED_FINDINGS = ("the checks below ran anyway, but on a release nobody verified a broken probe or a patch that "
+                       "could not be installed can be this release's API rather than a defect; each patch is still "
+                       "installed only where its affected range covers the release")
+
+
+@contextlib.contextmanager
+def quiet_progress() -> Iterator[None]:
+    """No transformers progress bars ("Loading weights", "Writing model shards": the probes save and load tiny
+    models) from the calling thread or task inside the block; other threads keep theirs.
+
+    transformers' own switch, ``disable_progress_bar()``, is one global flag every thread reads, so instead a
+    factory hook (``transformers.utils.logging._tqdm_hook``, 5.x: the releases whose loading shows bars) hands out
+    the silent bar in this context only and defers to the hook it found everywhere else. The hook is put in by the
+    first open block and taken out by the last (unless someone replaced it meanwhile)."""
+    try:
+        from transformers.utils import logging as tlog
+    except Exception:  # noqa: BLE001 - no transformers, no bars
+        tlog = None
+    if tlog is None or not hasattr(tlog, "_tqdm_hook") or not hasattr(tlog, "EmptyTqdm"):
+        yield
+        return
+    with _BARS_LOCK:
+        if _BARS["open"] == 0:
+            previous = tlog._tqdm_hook
+
+            def hook(factory: Any, args: tuple, kwargs: dict) -> Any:
+                if _QUIET_BARS.get():
+                    return tlog.EmptyTqdm(*args, **kwargs)
+                return previous(factory, args, kwargs) if previous is not None else factory(*args, **kwargs)
+
+            _BARS["hook"], _BARS["previous"] = hook, previous
+            tlog._tqdm_hook = hook
+        _BARS["open"] += 1
+    token = _QUIET_BARS.set(True)
+    try:
+        yield
+    finally:
+        _QUIET_BARS.reset(token)
+        with _BARS_LOCK:
+            _BARS["open"] -= 1
+            if _BARS["open"] == 0 and tlog._tqdm_hook is _BARS["hook"]:
+                tlog._tqdm_hook = _BARS["previous"]
+
+
 def diagnose(registry: Any = None, only: Sequence[str] = (),
              plain_states: Callable[[list[tuple[str, str]]], Callable[[], dict[str, Any]]] | None = None,
              ) -> dict[str, Any]:
@@ -317,14 +385,20 @@ def diagnose(registry: Any = None, only: Sequence[str] = (),
     manifests = {m.id: m for m in registry.manifests()}
     unknown = [p for p in only if p not in manifests]
     if unknown:
-        raise SystemExit(f"hf-genfix doctor: unknown patch id(s) {unknown}; known: {sorted(manifests)}")
+        import difflib
+
+        hints = [f"{p} (did you mean {close[0]}?)" if close else p
+                 for p in unknown for close in [difflib.get_close_matches(p, list(manifests), n=1)]]
+        raise UsageError(f"--patch: no patch has the id {', '.join(hints)}; `hf-genfix list` prints every id")
+    from ._support import outside_verified, verified_range
+
     patches: list[PatchReport] = []
     if version is not None:
         statuses = [s for s in registry.status() if not only or s.id in only]
         installed = [(s.id, s.family) for s in statuses if s.state in INSTALLED]
         # Started before the probes, read after: the fresh interpreters run while the probes do.
         collect = plain_states(installed) if plain_states is not None and installed else None
-        with quiet_logs():
+        with quiet_logs(), quiet_progress():
             for status in statuses:
                 patches.append(check_patch(registry, status, manifests[status.id]))
         if collect is not None:
@@ -341,6 +415,8 @@ def diagnose(registry: Any = None, only: Sequence[str] = (),
         "python": platform.python_version(),
         "seconds": round(elapsed, 3),
         "budget_seconds": BUDGET_S,
+        "verified_range": list(verified_range() or ()),
+        "unsupported": outside_verified(version, UNVERIFIED_FINDINGS) if version else None,
         "ok": not any(p.failing for p in patches),
         "patches": [p.to_dict() for p in patches],
     }
@@ -380,42 +456,43 @@ def _cell(run: dict[str, Any] | None) -> str:
     return {PASS: "no defect", DEFECT: "DEFECT", SKIPPED: "skipped", ERROR: "PROBE ERROR"}[run["outcome"]] + detail
 
 
-def _time_line(seconds: float, budget: float) -> str:
-    """The time taken and the budget, as information: a busy machine is slow, not wrong."""
-    note = "over the budget: a busy machine, not a failure" if seconds > budget else "within the budget"
-    return f"took {seconds:.1f} s (budget {budget:.0f} s, {note})"
-
-
-def render_text(report: dict[str, Any]) -> str:
+def render_text(report: dict[str, Any], verbose: bool = False) -> str:
+    """The verdict and what needs attention; with ``verbose`` first the table of every patch and the legend."""
     lines = [
         f"hf-genfix doctor: transformers {report['transformers'] or 'not installed'}, torch {report['torch']}, "
         f"python {report['python']}, hf_genfix {report['hf_genfix']}"
         + (f", {report['dtype']} on {report['device']}" if report.get("dtype", "float32") != "float32"
            or report.get("device", "cpu") != "cpu" else "")
     ]
+    if report.get("unsupported"):
+        lines.append(report["unsupported"])
     if report["transformers"] is None:
         lines.append("transformers is not installed: nothing to check")
         return "\n".join(lines)
-    rows = [("patch", "state", "without patch", "with patch", "verdict", "time")]
-    for p in report["patches"]:
-        rows.append((p["id"], p["state"], _cell(p["without"]), _cell(p["with"]), p["verdict"],
-                     f"{p['seconds']:.2f}s"))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
-    notes = [p for p in report["patches"] if p["verdict"] not in (FIXED, NOT_NEEDED)]
-    if notes:
+    patches = report["patches"]
+    if verbose:
+        rows = [("patch", "state", "without patch", "with patch", "verdict", "time")]
+        for p in patches:
+            rows.append((p["id"], p["state"], _cell(p["without"]), _cell(p["with"]), p["verdict"],
+                         f"{p['seconds']:.2f}s"))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        for row in rows:
+            lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+        lines.extend(_legend(patches))
         lines.append("")
-        for p in notes:
-            mark = "FAIL" if p["failing"] else "note"
-            lines.append(f"{mark} {p['id']}: {p['message']}")
-    lines.extend(_legend(report["patches"]))
-    failing = [p["id"] for p in report["patches"] if p["failing"]]
-    lines.append("")
+    for p in patches:
+        if p["failing"] or p["verdict"] in ATTENTION or (verbose and p["verdict"] not in (FIXED, NOT_NEEDED)):
+            lines.append(f"{'FAIL' if p['failing'] else 'note'} {p['id']}: {p['message']}")
+    failing = [p["id"] for p in patches if p["failing"]]
+    counts: dict[str, int] = {}
+    for p in patches:
+        counts[p["verdict"]] = counts.get(p["verdict"], 0) + 1
+    verdict = "UNVERIFIED RELEASE" if report.get("unsupported") else "FAILED" if failing else "OK"
     lines.append(
-        f"{'FAILED' if failing else 'OK'}: {len(report['patches'])} patches checked; "
-        + _time_line(report["seconds"], report["budget_seconds"])
+        f"{verdict}: {len(patches)} patches checked in {report['seconds']:.0f} s ("
+        + ", ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda kv: -kv[1])) + ")"
         + (f"; failing: {', '.join(failing)}" if failing else "")
+        + ("" if verbose else "; each patch and what its probe saw: hf-genfix doctor --verbose")
     )
     sweep = report.get("sweep")
     if sweep is not None:
@@ -442,12 +519,16 @@ def _legend(patches: list[dict[str, Any]]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None, registry: Any = None) -> int:
+    from .oracles.precision import DTYPES  # what dtype_name accepts, for the --dtype help
+
     parser = argparse.ArgumentParser(
         prog="hf-genfix doctor",
         description="Run every patch's probe on this install: does the defect reproduce without the patch, "
                     "does the patch fix it.",
     )
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON (every patch, both runs)")
+    parser.add_argument("--verbose", "-v", action="store_true",
+                        help="also print every patch: its state, what its probe saw without and with it, its verdict")
     parser.add_argument("--output", metavar="FILE", help="also write the JSON report to FILE")
     parser.add_argument("--patch", action="append", default=[], metavar="ID", help="check only these patches")
     parser.add_argument("--sweep", action="store_true",
@@ -463,13 +544,17 @@ def main(argv: Sequence[str] | None = None, registry: Any = None) -> int:
                              "(never worse than upstream; about twice the time)")
     parser.add_argument("--quiet", action="store_true", help="with --sweep: no progress lines on stderr")
     parser.add_argument("--dtype", default="float32", metavar="DTYPE",
-                        help="build the probes' models in DTYPE: float32 (default), bfloat16 or float16; logits "
+                        help=f"build the probes' models in DTYPE: {', '.join(DTYPES)} (default float32); logits "
                              "are compared within that dtype's tolerance (docs/precision.md)")
     parser.add_argument("--device", default="cpu", metavar="DEVICE",
                         help="run the probes on DEVICE (default cpu; e.g. cuda, cuda:1)")
     args = parser.parse_args(list(argv or []))
     if args.differential and not args.sweep:
         parser.error("--differential goes with --sweep")
+    missing = missing_requirement(args.device)
+    if missing:
+        sys.stderr.write(f"hf-genfix doctor: {missing}\n")
+        return EXIT_USAGE
 
     from .oracles.precision import dtype_name, precision
 
@@ -478,23 +563,60 @@ def main(argv: Sequence[str] | None = None, registry: Any = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     with precision(dtype, args.device) as setting:
-        return _main(args, registry, setting)
+        try:
+            return _main(args, registry, setting)
+        except UsageError as exc:
+            parser.error(str(exc))
+
+
+def missing_requirement(device: str = "cpu") -> str | None:
+    """What the probes need and this install lacks, in one line with how to get it; None when nothing is missing
+    (or transformers is absent: then there is nothing to check). Every probe builds a torch model: without torch
+    or the device asked for, each would fail alike and blame itself."""
+    import importlib.util
+
+    if importlib.util.find_spec("transformers") is None:
+        return None
+    try:
+        import torch
+    except ImportError as exc:
+        return (f"torch cannot be imported ({type(exc).__name__}: {exc}), and every probe builds a small model "
+                "with it: install torch (`pip install torch`, or the build for your accelerator from "
+                "https://pytorch.org/get-started/locally/) and run `hf-genfix doctor` again")
+    try:
+        kind = torch.device(device).type
+    except (RuntimeError, TypeError, ValueError) as exc:
+        return f"--device {device!r} is not a torch device ({exc})"
+    if kind == "cpu":
+        return None
+    if kind == "cuda" and not torch.cuda.is_available():
+        why = (f"this torch ({torch.__version__}) is built without CUDA" if torch.version.cuda is None
+               else f"this torch ({torch.__version__}, CUDA {torch.version.cuda}) sees no CUDA device")
+        return (f"--device {device}: {why}: install a CUDA build of torch (https://pytorch.org/get-started/locally/) "
+                "on a machine with an NVIDIA GPU and driver, or leave --device out to run on the CPU")
+    try:
+        torch.zeros(1, device=device)
+    except Exception as exc:  # noqa: BLE001 - whatever torch says about the device, said once
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return (f"--device {device}: this torch ({torch.__version__}) cannot use it ({first}): install a torch "
+                "build for that device (https://pytorch.org/get-started/locally/) or leave --device out")
+    return None
 
 
 def _main(args: argparse.Namespace, registry: Any, setting: Any) -> int:
     report = diagnose(registry, only=args.patch)
     report["dtype"], report["device"] = setting.dtype, setting.device
-    exit_code = 0 if report["ok"] else 1
+    exit_code = EXIT_OK if report["ok"] else EXIT_FAILING
     if args.sweep and report["transformers"] is not None:
         from .oracles import sweep as sweep_mod
 
-        with quiet_logs():
+        with quiet_logs(), quiet_progress():
             report["sweep"] = sweep_mod.run_sweep(
                 registry, archs=args.arch or None, scenarios=args.scenario or None, budget_s=args.sweep_budget,
                 differential_all=args.differential, progress=None if args.quiet else sweep_mod.stderr_progress,
             )
         if sweep_mod.failed(report["sweep"]):
-            exit_code = 1
+            exit_code = EXIT_FAILING
     if args.output:
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)
         with open(args.output, "w", encoding="utf-8") as fh:
@@ -504,5 +626,6 @@ def _main(args: argparse.Namespace, registry: Any, setting: Any) -> int:
         json.dump(report, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        print(render_text(report))
-    return exit_code
+        print(render_text(report, verbose=args.verbose))
+    # Outside the verified range a failure is as likely the release's API as a defect: say which it is not.
+    return EXIT_UNSUPPORTED if report.get("unsupported") else exit_code

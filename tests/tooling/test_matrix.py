@@ -223,3 +223,13 @@ def test_sweep_of_the_newest_release_is_recorded_and_is_the_upgrade_baseline(res
     new = copy.deepcopy(old)
     new["transformers"], new["sweep_unknown"] = "5.15.0", old["sweep_unknown"] + ["llama / beam"]
     assert matrix.changes(old, new) == ["sweep: unknown defect on 5.15.0: llama / beam"]
+
+
+def test_the_package_ships_the_matrix_range_as_verified():
+    """hf_genfix calls a release unverified from patches/verified.json, which `matrix.py sync` writes from
+    tox.ini: the oldest supported release and the newest env."""
+    from hf_genfix._support import verified_range
+
+    releases = matrix.releases()
+    assert verified_range() == (matrix.matrix_settings()["oldest_supported"], releases[-1])
+    assert verified_range() == (releases[0], releases[-1])
