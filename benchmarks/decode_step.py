@@ -187,6 +187,14 @@ def in_process(args: Any) -> int:
                     code = 1
                 ratios.append(got[True][0] / got[False][0])
             summary = ratio(ratios)
+            if args.control:
+                # The noise floor: the same pairs with hf_genfix off on both sides.
+                hf_genfix.revert()
+                control = [per_step(model, inputs, args.new)[0] / per_step(model, inputs, args.new)[0]
+                           for _ in range(args.pairs)]
+                hf_genfix.activate()
+                report("decode_step", f"{kind}: control, per decode step without / without hf_genfix",
+                       ratio(control), release=release, model=kind)
             report("decode_step", f"{kind}: per decode step, in process "
                    f"({statistics.median(times[True]):.0f} vs {statistics.median(times[False]):.0f} us)",
                    summary, target=1.01, release=release, model=kind,
@@ -243,6 +251,8 @@ def main() -> int:
     parser.add_argument("--processes", type=int, default=6, help="pairs of separate processes (0: skip)")
     parser.add_argument("--new", type=int, default=48)
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
+    parser.add_argument("--control", action="store_true",
+                        help="also time pairs without hf_genfix on both sides: the machine's noise floor")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parent))
