@@ -24,6 +24,10 @@ FAILS_WITHOUT = {
     "internlm2": ">=4.54.0",
     "chatglm3": ">=4.42.0",
     "chatglm2": ">=4.42.0",
+    "qwen": ">=4.54.0",
+    "merged": ">=4.54.0",
+    "stacked": ">=4.54.0",
+    "bloom": ">=4.54.0",
 }
 # Every patch these models rely on (legacy-cache: their 4.40-style prepare_inputs_for_generation).
 REMOTE_PATCHES = (
