@@ -1556,19 +1556,28 @@ def _from_pretrained(repo: Path, what: str) -> Any:
 
 
 def check_family_reload(family: str) -> dict[str, Any]:
-    """The family's model, saved and loaded back with ``from_pretrained``, gives the logits of the model it was saved
-    from."""
+    """The family's model, saved and loaded back with ``from_pretrained``, holds exactly every tensor that was saved
+    and gives the logits of the model it was saved from."""
     import torch
 
+    from .outcome import DefectObserved
     from .reference import assert_close
 
     with _saved_and_loaded(family) as (model, again):
+        saved, loaded = model.state_dict(), again.state_dict()
+        wrong = sorted(k for k, v in saved.items() if k not in loaded or not torch.equal(loaded[k].to(v), v))
+        if wrong:
+            worst = max((float((loaded[k].to(saved[k]) - saved[k]).abs().max()) for k in wrong if k in loaded),
+                        default=float("nan"))
+            raise DefectObserved(f"{family}: the model loaded back differs from the saved one in {len(wrong)} of "
+                                 f"{len(saved)} tensors, e.g. {wrong[:3]} (max |diff| {worst:.3g})",
+                                 tensors=wrong)
         ids = torch.tensor(rows_for(family)[:1])
         with torch.no_grad():
             expected = model(input_ids=ids, use_cache=False).logits
             diff = assert_close(again.float().eval()(input_ids=ids, use_cache=False).logits, expected,
                                 f"{family}: the model loaded back")
-        return {"max_logit_diff": diff}
+        return {"max_logit_diff": diff, "tensors": len(saved)}
 
 
 def check_family_reload_buffers(family: str) -> dict[str, Any]:
