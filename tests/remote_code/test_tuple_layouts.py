@@ -72,9 +72,13 @@ def test_a_layout_that_cannot_be_told_is_named_with_the_patch_and_its_switch():
 def test_chatglm2_with_a_prompt_as_long_as_the_batch_fails_loudly(tmp_path):
     """[seq, batch, heads, dim] with seq == batch: the candidates disagree on the batch, so hf_genfix raises (as
     upstream does there) rather than generate from a cache it may have laid out wrong."""
+    from hf_genfix._registry import in_range, transformers_version
     from hf_genfix.oracles import DefectObserved
     from hf_genfix.oracles.legacy_models import check_family
 
+    if not in_range(">=4.54.0,!=5.0.*", transformers_version()):  # generate() hands the model its own tuples
+        check_family("chatglm2", tmp_path, rows=((17, 44), (60, 12)))
+        return
     with pytest.raises(DefectObserved, match="LayoutUnknown.*HF_GENFIX_REMOTE_CODE_CACHE_API=off"):
         check_family("chatglm2", tmp_path, rows=((17, 44), (60, 12)))
 

@@ -1498,7 +1498,14 @@ def check_family(family: str, directory: str | Path | None = None, max_new_token
         for _ in range(loads):
             model = _loaded(family, repo)
         return check_legacy_generate(model, rows=rows or rows_for(family), max_new_tokens=max_new_tokens,
-                                     tuple_seq_dim=_CHATGLM_LAYOUT.get(family, {}).get("seq_dim", -2))
+                                     tuple_seq_dim=_tuple_seq_dim(family))
+
+
+def _tuple_seq_dim(family: str) -> int:
+    """Where the sequence is in ``past_key_values[0][0]`` of the family's tuples (5.0.0 hands them over)."""
+    if family in _CHATGLM_LAYOUT:
+        return _CHATGLM_LAYOUT[family]["seq_dim"]
+    return {"qwen": 1, "merged": 1, "bloom": -1}.get(family, -2)
 
 
 def check_family_forward(family: str) -> dict[str, Any]:
