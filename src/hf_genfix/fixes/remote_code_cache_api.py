@@ -25,10 +25,17 @@ cache it was given; code written for the current API is passed through untouched
   ``get_usable_length()``, ``get_max_length()`` with its 4.40 meaning, tuple indexing, ``key_cache``); where
   ``from_legacy_cache`` is gone (5.0+) a missing or tuple cache becomes a view of a ``DynamicCache`` holding it,
   so that the old code never needs the removed classmethod. The real cache goes back into the outputs.
-- Tuple-era code gets the tuples (None while the cache is empty), in its own layout ([seq, batch, heads, dim]
-  for ChatGLM2 and the first ChatGLM3 releases: recorded from the first tuples it returns), and the new
-  positions it returns are appended to the real cache, which goes back into the outputs: ``generate()`` sees the cache it passed, one token per
-  step reaches ``forward``.
+- Tuple-era code gets the tuples (None while the cache is empty), in its own layout, recognised from the tuples
+  its forward returns (``_tuple_layout``: ``[batch, heads, seq, dim]``, ChatGLM2's ``[seq, batch, heads, dim]``,
+  Qwen-1's ``[batch, seq, heads, dim]``, merged heads, Bloom / Falcon ``[batch * heads, ...]``, a stacked
+  ``[2, batch, heads, seq, dim]``), and the new positions it returns are appended to the real cache (batch first,
+  sequence second to last), which goes back into the outputs: ``generate()`` sees the cache it passed, one token
+  per step reaches ``forward``. After every forward each layer must hold the positions held before plus the
+  tokens fed; a layout that cannot be told, or a cache of another length, raises ``LayoutUnknown`` (naming the
+  class, this patch and ``HF_GENFIX_REMOTE_CODE_CACHE_API=off``) instead of a guess. Before the layout was read
+  (two layouts known), the tiny Qwen-1-style family on 5.24.0 had its prompt stored with the head count as its
+  length and nothing appended (the tiny file then fails on its mask; the real Qwen-1 file generated wrong tokens,
+  where upstream crashes).
 Nothing changes for calls that pass what the old code expects (a tuple, or None with a release that still has
 ``from_legacy_cache``), and nothing is added to the cache classes.
 """
