@@ -96,3 +96,23 @@ def test_a_forward_that_does_not_grow_its_past_by_the_tokens_fed_raises():
     assert cache.get_seq_length() == 5 and _tuple_layout.known(type(model)) is not None
     with pytest.raises(LayoutUnknown, match="StaleModel.*6 positions"):
         _tuples_into({"past_key_values": past}, cache, model, (2, 1))  # one token fed, nothing appended
+
+
+@pytest.mark.parametrize("family", ["qwen", "bloom", "stacked", "chatglm2"])
+def test_beam_search_with_a_prompt_as_long_as_the_head_dim_equals_it_without_cache(family, tmp_path):
+    """8 tokens (the tiny families' head dim) on a batch of 2 x 2 beams (their head count): the prefill leaves two
+    candidate sequence dims, settled by the first decode step after the cache was reordered by beam."""
+    from hf_genfix._registry import in_range, transformers_version
+    from hf_genfix.oracles.legacy_models import load_family, write_family
+
+    model = load_family(write_family(family, tmp_path / f"{family}_{tmp_path.name}"))
+    ids = torch.tensor([[5, 6, 7, 8, 9, 10, 11, 12], [13, 14, 15, 16, 17, 18, 19, 20]])
+    kwargs = dict(num_beams=2, do_sample=False, max_new_tokens=5, pad_token_id=0, attention_mask=torch.ones_like(ids))
+    with torch.no_grad():
+        reference = model.generate(ids, use_cache=False, **kwargs)
+        cached = model.generate(ids, use_cache=True, **kwargs)
+    assert torch.equal(cached, reference)
+    if in_range(">=4.54.0,!=5.0.*", transformers_version()):  # the releases where the patch hands tuples over
+        from hf_genfix.fixes._tuple_layout import known
+
+        assert known(type(model)) is not None
