@@ -261,7 +261,7 @@ def test_tied_embeddings_of_the_list_form_tie_and_survive_save_and_reload(tmp_pa
 @pytest.mark.parametrize("family", ["deepseek", "minicpm"])
 def test_from_pretrained_keeps_the_buffers_init_computes(family):
     """Rotary inv_freq (persistent=False, computed in __init__) after save_pretrained + from_pretrained: 5.x empties
-    it (and on 5.0 - 5.12 also re-initialises the loaded weights: not corrected, docs/remote-code.md)."""
+    it (on 5.x the loaded weights are re-initialised too: remote-code-init-weights, checked apart)."""
     import hf_genfix
     from hf_genfix._registry import in_range, transformers_version
     from hf_genfix.oracles import DefectObserved
