@@ -116,3 +116,25 @@ def test_beam_search_with_a_prompt_as_long_as_the_head_dim_equals_it_without_cac
         from hf_genfix.fixes._tuple_layout import known
 
         assert known(type(model)) is not None
+
+
+def test_cache_class_code_whose_cache_does_not_grow_by_the_tokens_fed_fails_loudly(tmp_path):
+    """The same check for 4.36 - 4.40 cache-class code (phi3 family): a cache that drops what the model stores."""
+    from transformers import DynamicCache
+
+    from hf_genfix._registry import in_range, transformers_version
+    from hf_genfix.fixes._tuple_layout import CacheMismatch
+    from hf_genfix.oracles.legacy_models import load_family, write_family
+
+    if not in_range(">=4.54.0", transformers_version()):
+        pytest.skip("remote-code-cache-api is not installed before 4.54")
+    model = load_family(write_family("phi3", tmp_path / f"phi3_{tmp_path.name}"))
+    ids = torch.tensor([[5, 6, 7, 8, 9]])
+    with torch.no_grad():
+        good = DynamicCache()
+        model(input_ids=ids, past_key_values=good, use_cache=True)
+        assert good.get_seq_length() == 5
+        dropping = DynamicCache()
+        dropping.update = lambda key, value, *args, **kwargs: (key, value)  # stores nothing
+        with pytest.raises(CacheMismatch, match="Phi3ForCausalLM.*0 positions in the cache, not 5"):
+            model(input_ids=ids, past_key_values=dropping, use_cache=True)

@@ -234,6 +234,10 @@ def shapes(returned: Any) -> list:
     return [list(t.shape) for t in first] if first is not None else []
 
 
+class CacheMismatch(LayoutUnknown):
+    """After a remote forward the cache does not hold the positions held before plus the tokens fed."""
+
+
 def mismatch(cls: type, what: str) -> LayoutUnknown:
-    return LayoutUnknown(f"{PATCH}: {cls.__name__}: {what}; hf_genfix stops rather than generate from a wrong "
+    return CacheMismatch(f"{PATCH}: {cls.__name__}: {what}; hf_genfix stops rather than generate from a wrong "
                          f"cache ({OFF} turns the patch off).")

@@ -31,8 +31,9 @@ cache it was given; code written for the current API is passed through untouched
   ``[2, batch, heads, seq, dim]``), and the new positions it returns are appended to the real cache (batch first,
   sequence second to last), which goes back into the outputs: ``generate()`` sees the cache it passed, one token
   per step reaches ``forward``. After every forward each layer must hold the positions held before plus the
-  tokens fed; a layout that cannot be told, or a cache of another length, raises ``LayoutUnknown`` (naming the
-  class, this patch and ``HF_GENFIX_REMOTE_CODE_CACHE_API=off``) instead of a guess. Before the layout was read
+  tokens fed (for cache-class code too: the cache it updated); a layout that cannot be told, or a cache of
+  another length, raises ``LayoutUnknown`` (naming the class, this patch and
+  ``HF_GENFIX_REMOTE_CODE_CACHE_API=off``) instead of a guess. Before the layout was read
   (two layouts known), the tiny Qwen-1-style family on 5.24.0 had its prompt stored with the head count as its
   length and nothing appended (the tiny file then fails on its mask; the real Qwen-1 file generated wrong tokens,
   where upstream crashes).
@@ -87,8 +88,13 @@ def install(patcher: Any) -> None:
             cache = dynamic()
             for layer_idx, (key, value) in enumerate(kwargs.get("past_key_values") or ()):
                 cache.update(key, value, layer_idx)
+        held, fed = cache_length(cache), _new_tokens(kwargs)
         kwargs["past_key_values"] = LegacyCacheView(cache)
-        return _unview(wrapped(*args, **kwargs))
+        outputs = _unview(wrapped(*args, **kwargs))
+        if fed is not None and _use_cache(instance, kwargs) and cache_length(cache) != held + fed[1]:
+            raise mismatch(type(instance), f"after {held} cached positions and {fed[1]} new tokens its forward left "
+                                           f"{cache_length(cache)} positions in the cache, not {held + fed[1]}")
+        return outputs
 
     def accept(cls: type) -> bool:
         return is_remote(cls) and not _copied_on_load(cls)

@@ -1271,7 +1271,8 @@ class QWenPreTrainedModel(PreTrainedModel):
             module.weight.data.normal_(mean=0.0, std=self.config.initializer_range)
         for name, p in module.named_parameters():
             if name == "c_proj.weight":
-                p.data.normal_(mean=0.0, std=self.config.initializer_range / math.sqrt(2 * self.config.num_hidden_layers))
+                std = self.config.initializer_range / math.sqrt(2 * self.config.num_hidden_layers)
+                p.data.normal_(mean=0.0, std=std)
 
 
 class QWenModel(QWenPreTrainedModel):
