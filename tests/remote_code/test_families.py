@@ -24,7 +24,14 @@ FAILS_WITHOUT = {
     "internlm2": ">=4.54.0",
     "chatglm3": ">=4.42.0",
     "chatglm2": ">=4.42.0",
+    "qwen": ">=4.54.0,!=5.0.*",  # 5.0.0 hands tuple-era models their tuples
+    "merged": ">=4.54.0,!=5.0.*",  # 5.0.0 hands tuple-era models their tuples
+    "stacked": ">=4.54.0,!=5.0.*",  # 5.0.0 hands tuple-era models their tuples
+    "bloom": ">=4.54.0,!=5.0.*",  # 5.0.0 hands tuple-era models their tuples
 }
+# Tuple-era families whose past is not [batch, heads, seq, dim] (Qwen-1 [b, s, h, d], merged heads, a stacked
+# key/value tensor, Bloom's [b * h, dim, seq]), written on Qwen-1's structure.
+TUPLE_LAYOUT_FAMILIES = ("qwen", "merged", "stacked", "bloom")
 # Every patch these models rely on (legacy-cache: their 4.40-style prepare_inputs_for_generation).
 REMOTE_PATCHES = (
     "legacy-cache", "remote-code-cache-api", "remote-code-attn-mask-utils", "remote-code-removed-names",
@@ -254,7 +261,7 @@ def test_tied_embeddings_of_the_list_form_tie_and_survive_save_and_reload(tmp_pa
 @pytest.mark.parametrize("family", ["deepseek", "minicpm"])
 def test_from_pretrained_keeps_the_buffers_init_computes(family):
     """Rotary inv_freq (persistent=False, computed in __init__) after save_pretrained + from_pretrained: 5.x empties
-    it (and on 5.0 - 5.12 also re-initialises the loaded weights: not corrected, docs/remote-code.md)."""
+    it (on 5.x the loaded weights are re-initialised too: remote-code-init-weights, checked apart)."""
     import hf_genfix
     from hf_genfix._registry import in_range, transformers_version
     from hf_genfix.oracles import DefectObserved
@@ -273,8 +280,9 @@ def test_from_pretrained_keeps_the_buffers_init_computes(family):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_from_pretrained_gives_the_saved_model(family):
-    """A Hub-style repo (code and weights) loaded with from_pretrained answers as the model that was saved. Without
-    remote-code-init-weights, 5.0 - 5.12 (not 5.2) re-initialise the loaded weights; without remote-code-post-init
+    """A Hub-style repo (code and weights) loaded with from_pretrained holds exactly the tensors that were saved and
+    answers as the saved model. Without remote-code-init-weights, 5.0 - 5.12 (not 5.2) re-initialise the loaded
+    weights, and every 5.x release those a Qwen-1-style _init_weights reaches in a child; without remote-code-post-init
     the ChatGLM families (no post_init() in their __init__) do not load on 5.x."""
     import hf_genfix
     from hf_genfix._registry import in_range, transformers_version
@@ -289,6 +297,11 @@ def test_from_pretrained_gives_the_saved_model(family):
     # on 5.12.1, and so do the ChatGLM families).
     if family in ("phi3", "deepseek") and in_range(">=5.0.0,<5.13.0,!=5.2.*", transformers_version()):
         with hf_genfix.disabled("remote-code-init-weights"), pytest.raises(DefectObserved, match="loaded back"):
+            check_family_reload(family)
+    # Qwen-1's _init_weights re-draws every "c_proj.weight" below the module it is given; its attention module
+    # owns a non-persistent buffer, so 5.13's rule does not skip it: every 5.x release, upstream too.
+    if family in TUPLE_LAYOUT_FAMILIES and in_range(">=5.0.0", transformers_version()):
+        with hf_genfix.disabled("remote-code-init-weights"), pytest.raises(DefectObserved, match="c_proj.weight"):
             check_family_reload(family)
     if family in CHATGLM and in_range(">=5.0.0", transformers_version()):
         with hf_genfix.disabled("remote-code-post-init"), pytest.raises(DefectObserved, match="all_tied_weights"):

@@ -35,7 +35,6 @@ ChatGLM3) get what 4.3x passed instead, None while the cache is empty and the pe
 from __future__ import annotations
 
 import inspect
-import weakref
 from typing import Any
 
 import wrapt
@@ -114,22 +113,22 @@ class LegacyCacheView(wrapt.ObjectProxy):
         return [self[i][which] for i in range(len(self))]
 
 
-# Tuple-era remote code keeps each layer's states in its own layout: [batch, heads, seq, dim] (InternLM2, GLM-4V,
-# the later ChatGLM3 revision) or [seq, batch, heads, dim] (ChatGLM2 and the first ChatGLM3 releases concatenate
-# on dim 0 and read the past length from shape[0]). The real cache holds the first; remote-code-cache-api adds
-# the classes whose forward returned the second, and they are handed their tuples in it.
-SEQ_FIRST: "weakref.WeakSet[type]" = weakref.WeakSet()
-
-
 def legacy_tuples(cache: Any, cls: type | None = None) -> tuple | None:
-    """``cache`` as the 4.3x tuple of per-layer ``(key, value)`` in the layout of ``cls``; None while it holds
-    nothing (as 4.3x passed)."""
+    """``cache`` as the 4.3x tuple of per-layer pasts in the layout the forward of ``cls`` returned them
+    (``_tuple_layout``); None while it holds nothing (as 4.3x passed). A cache that holds positions for a class
+    whose layout was never seen raises ``LayoutUnknown``: handing it over in some layout would be a guess."""
+    from ._tuple_layout import known, mismatch
+
     if cache_length(cache) == 0:
         return None
-    layers = LegacyCacheView(cache).to_legacy_cache()
-    if cls is not None and cls in SEQ_FIRST:
-        layers = tuple((k.permute(2, 0, 1, 3), v.permute(2, 0, 1, 3)) for k, v in layers)
-    return layers
+    view = LegacyCacheView(cache)
+    layout = known(cls, cache) if cls is not None else None
+    if layout is None:
+        if cls is None:
+            return view.to_legacy_cache()
+        raise mismatch(cls, "the cache holds positions but the model's own tuple layout was never seen (it is "
+                            "recognised from the tuples its forward returns, which remote-code-cache-api reads)")
+    return tuple(layout.to_model(key, value) for key, value in view)
 
 
 def tuple_style(cls: type) -> bool:

@@ -5,7 +5,7 @@ The defect. Remote-code models written for 4.36 - 4.4x build their masks with th
 ``AttentionMaskConverter``, ``_prepare_4d_attention_mask`` and ``_prepare_4d_causal_attention_mask`` in
 DeepSeek-V2; also ``_prepare_4d_causal_attention_mask_for_sdpa`` in MiniCPM). 5.24.0 removed the module, so
 loading such a model fails: ``ModuleNotFoundError: No module named 'transformers.modeling_attn_mask_utils'``
-(5.23.0 still ships it; wheels of 5.20.2 - 5.23.0 listed, 5.24.0 run).
+(5.23.0 still ships it: 5.20.2, 5.21.0, 5.22.0 and 5.23.0 run, each with all six names; 5.24.0 run).
 
 Detection (``probe``): the tiny Phi-3-style remote repo of ``hf_genfix.oracles.legacy_models`` must load and
 generate like its no-cache reference.

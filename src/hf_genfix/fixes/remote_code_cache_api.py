@@ -25,10 +25,18 @@ cache it was given; code written for the current API is passed through untouched
   ``get_usable_length()``, ``get_max_length()`` with its 4.40 meaning, tuple indexing, ``key_cache``); where
   ``from_legacy_cache`` is gone (5.0+) a missing or tuple cache becomes a view of a ``DynamicCache`` holding it,
   so that the old code never needs the removed classmethod. The real cache goes back into the outputs.
-- Tuple-era code gets the tuples (None while the cache is empty), in its own layout ([seq, batch, heads, dim]
-  for ChatGLM2 and the first ChatGLM3 releases: recorded from the first tuples it returns), and the new
-  positions it returns are appended to the real cache, which goes back into the outputs: ``generate()`` sees the cache it passed, one token per
-  step reaches ``forward``.
+- Tuple-era code gets the tuples (None while the cache is empty), in its own layout, recognised from the tuples
+  its forward returns (``_tuple_layout``: ``[batch, heads, seq, dim]``, ChatGLM2's ``[seq, batch, heads, dim]``,
+  Qwen-1's ``[batch, seq, heads, dim]``, merged heads, Bloom / Falcon ``[batch * heads, ...]``, a stacked
+  ``[2, batch, heads, seq, dim]``), and the new positions it returns are appended to the real cache (batch first,
+  sequence second to last), which goes back into the outputs: ``generate()`` sees the cache it passed, one token
+  per step reaches ``forward``. After every forward each layer must hold the positions held before plus the
+  tokens fed (for cache-class code too: the cache it updated); a layout that cannot be told, or a cache of
+  another length, raises ``LayoutUnknown`` (naming the class, this patch and
+  ``HF_GENFIX_REMOTE_CODE_CACHE_API=off``) instead of a guess. Before the layout was read
+  (two layouts known), the tiny Qwen-1-style family on 5.24.0 had its prompt stored with the head count as its
+  length and nothing appended (the tiny file then fails on its mask; the real Qwen-1 file generated wrong tokens,
+  where upstream crashes).
 Nothing changes for calls that pass what the old code expects (a tuple, or None with a release that still has
 ``from_legacy_cache``), and nothing is added to the cache classes.
 """
@@ -40,7 +48,8 @@ from typing import Any
 from ..helpers.decode import cache_length, name_positional
 from ._prepare_inputs_family import _copied_on_load
 from ._remote_code import is_remote, uses
-from .legacy_cache import SEQ_FIRST, LegacyCacheView, legacy_tuples, tuple_style
+from ._tuple_layout import mismatch, recognise, settle
+from .legacy_cache import LegacyCacheView, legacy_tuples, tuple_style
 
 FORWARD = "transformers.modeling_utils:PreTrainedModel.forward"
 HOOK = "transformers.modeling_utils:PreTrainedModel"
@@ -69,7 +78,7 @@ def install(patcher: Any) -> None:
             if not is_cache:
                 return wrapped(*args, **kwargs)
             kwargs["past_key_values"] = legacy_tuples(cache, type(instance))
-            return _tuples_into(wrapped(*args, **kwargs), cache, type(instance), _new_tokens(kwargs))
+            return _tuples_into(wrapped(*args, **kwargs), cache, instance, _new_tokens(kwargs))
         if not uses(type(instance), *OLD_CACHE_API):
             return wrapped(*args, **kwargs)  # code written for the current API: nothing to translate
         if not is_cache:
@@ -79,8 +88,13 @@ def install(patcher: Any) -> None:
             cache = dynamic()
             for layer_idx, (key, value) in enumerate(kwargs.get("past_key_values") or ()):
                 cache.update(key, value, layer_idx)
+        held, fed = cache_length(cache), _new_tokens(kwargs)
         kwargs["past_key_values"] = LegacyCacheView(cache)
-        return _unview(wrapped(*args, **kwargs))
+        outputs = _unview(wrapped(*args, **kwargs))
+        if fed is not None and _use_cache(instance, kwargs) and cache_length(cache) != held + fed[1]:
+            raise mismatch(type(instance), f"after {held} cached positions and {fed[1]} new tokens its forward left "
+                                           f"{cache_length(cache)} positions in the cache, not {held + fed[1]}")
+        return outputs
 
     def accept(cls: type) -> bool:
         return is_remote(cls) and not _copied_on_load(cls)
@@ -115,28 +129,50 @@ def _new_tokens(kwargs: dict) -> tuple[int, int] | None:
     return None
 
 
-def _tuples_into(outputs: Any, cache: Any, cls: type, fed: tuple[int, int] | None) -> Any:
-    """Append the positions the old forward added to its returned tuples to ``cache``; put ``cache`` in their
-    place (outputs of ``return_dict=False`` calls are left as the model returned them). The first call that
-    tells the layouts apart (a key [seq, batch, ...] whose dim 2 is not the sequence) marks ``cls`` seq-first."""
+def _tuples_into(outputs: Any, cache: Any, model: Any, fed: tuple[int, int] | None) -> Any:
+    """Append the positions the old forward added to its returned tuples to ``cache``, in the layout recognised
+    from them (``_tuple_layout``); put ``cache`` in their place (outputs of ``return_dict=False`` calls are left as
+    the model returned them). After every call each layer of ``cache`` must hold the positions held before plus
+    the tokens fed: anything else raises (``LayoutUnknown``) instead of generating from a wrong cache."""
     if not isinstance(outputs, dict):
         return outputs
     returned = outputs.get("past_key_values")
     if not isinstance(returned, (tuple, list)):
         return outputs
+    cls = type(model)
+    if fed is None:
+        raise mismatch(cls, "its forward was given neither input_ids nor inputs_embeds, so the positions its tuple "
+                            "cache should hold cannot be checked")
     held = cache_length(cache)  # every layer holds as many positions as the first
-    if returned and fed is not None and cls not in SEQ_FIRST:
-        key, (batch, new) = returned[0][0], fed
-        if key.dim() == 4 and key.shape[2] != held + new and key.shape[:2] == (held + new, batch):
-            SEQ_FIRST.add(cls)
-    seq_first = cls in SEQ_FIRST
-    for layer_idx, (key, value) in enumerate(returned):
-        if seq_first:
-            key, value = key.permute(1, 2, 0, 3), value.permute(1, 2, 0, 3)
-        if key.shape[-2] > held:
+    (batch, new), expected = fed, held + fed[1]
+    refill = False
+    if held:
+        layout, refill = settle(cls, returned, batch, expected, cache)
+    else:
+        layout = recognise(cls, getattr(model, "config", None), returned, batch, expected, cache)
+    for layer_idx, layer in enumerate(returned):
+        key, value = layout.to_cache(layer, batch)
+        if refill:  # the earlier positions went in in a provisional layout: all of them again, in the right one
+            _replace(cache, layer_idx, key, value)
+        else:
             cache.update(key[..., held:, :], value[..., held:, :], layer_idx)
+    view = LegacyCacheView(cache)
+    lengths = {int(view[i][0].shape[-2]) for i in range(len(returned))}
+    if lengths != {expected}:
+        raise mismatch(cls, f"after {held} cached positions and {new} new tokens the cache holds {sorted(lengths)} "
+                            f"positions per layer, not {expected}")
     outputs["past_key_values"] = cache
     return outputs
+
+
+def _replace(cache: Any, layer_idx: int, key: Any, value: Any) -> None:
+    """Set a layer's states (4.56+: ``cache.layers``; 4.54 - 4.55: ``key_cache`` / ``value_cache`` lists)."""
+    key, value = key.contiguous(), value.contiguous()
+    layers = getattr(cache, "layers", None)
+    if layers is not None:
+        layers[layer_idx].keys, layers[layer_idx].values = key, value
+    else:
+        cache.key_cache[layer_idx], cache.value_cache[layer_idx] = key, value
 
 
 def probe() -> dict[str, Any]:

@@ -39,7 +39,8 @@ import json
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-FAMILIES = ("phi3", "deepseek", "minicpm", "internlm2", "chatglm3", "chatglm2")
+FAMILIES = ("phi3", "deepseek", "minicpm", "internlm2", "chatglm3", "chatglm2", "qwen", "merged", "stacked",
+            "bloom")
 
 # Small enough for a CPU probe in well under a second; two layers so that per-layer cache indexing matters.
 _SIZES = dict(vocab_size=128, hidden_size=32, num_attention_heads=4, intermediate_size=64, layers=2)
@@ -1148,6 +1149,209 @@ def check_remote_moe_reload() -> dict[str, Any]:
         return {"max_logit_diff": diff}
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Tuple-era families whose past is kept in another layout than [batch, heads, seq, dim]: Qwen-1's structure
+# (c_attn / c_proj, a non-persistent buffer in the attention module, a GPT-2-style _init_weights that re-draws
+# every "c_proj.weight" it reaches through module.named_parameters()), with the past of each layer held as:
+_TUPLE_LAYOUTS = {
+    # Qwen-1 (modeling_qwen.py): [batch, seq, heads, dim], concatenated on dim 1, past length from shape[1].
+    "qwen": dict(unpack="layer_past[0].transpose(1, 2), layer_past[1].transpose(1, 2)",
+                 pack="(k.transpose(1, 2), v.transpose(1, 2))", past_len=".shape[1]",
+                 reorder="tuple(tuple(s.index_select(0, beam_idx) for s in layer) for layer in past)"),
+    # Merged heads: [batch, seq, hidden] (heads split again on use).
+    "merged": dict(unpack="_heads(layer_past[0], self.num_heads), _heads(layer_past[1], self.num_heads)",
+                   pack="(_merge(k), _merge(v))", past_len=".shape[1]",
+                   reorder="tuple(tuple(s.index_select(0, beam_idx) for s in layer) for layer in past)"),
+    # One tensor per layer, key and value stacked: [2, batch, heads, seq, dim] (GPT-2-era code).
+    "stacked": dict(unpack="layer_past[0], layer_past[1]", pack="torch.stack((k, v))", past_len=".shape[-2]",
+                    reorder="tuple(layer.index_select(1, beam_idx) for layer in past)"),
+    # Bloom / Falcon (RefinedWeb) style: batch and heads merged, the key transposed: [batch * heads, dim, seq],
+    # the value [batch * heads, seq, dim].
+    "bloom": dict(unpack=("layer_past[0].view(bsz, self.num_heads, self.head_dim, -1).transpose(2, 3), "
+                          "layer_past[1].view(bsz, self.num_heads, -1, self.head_dim)"),
+                  pack=("(k.transpose(2, 3).reshape(bsz * self.num_heads, self.head_dim, -1), "
+                        "v.reshape(bsz * self.num_heads, -1, self.head_dim))"), past_len=".shape[-1]",
+                  reorder=("tuple(tuple(s.unflatten(0, (beam_idx.shape[0], -1)).index_select(0, beam_idx)"
+                           ".flatten(0, 1) for s in layer) for layer in past)")),
+}
+
+_LAYOUT_CONFIG = """
+from transformers import PretrainedConfig
+
+
+class QWenConfig(PretrainedConfig):
+    model_type = "{name}"
+
+    def __init__(self, vocab_size=128, hidden_size=32, num_attention_heads=4, num_hidden_layers=2,
+                 intermediate_size=64, initializer_range=0.2, use_cache=True, pad_token_id=0, eos_token_id=2,
+                 tie_word_embeddings=False, **kwargs):
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.num_attention_heads = num_attention_heads
+        self.num_hidden_layers = num_hidden_layers
+        self.intermediate_size = intermediate_size
+        self.initializer_range = initializer_range
+        self.use_cache = use_cache
+        super().__init__(pad_token_id=pad_token_id, eos_token_id=eos_token_id,
+                         tie_word_embeddings=tie_word_embeddings, **kwargs)
+"""
+
+_LAYOUT_MODELING = """
+import math
+
+import torch
+from torch import nn
+
+from transformers import PreTrainedModel
+from transformers.modeling_outputs import BaseModelOutputWithPast, CausalLMOutputWithPast
+
+from .configuration_{name} import QWenConfig
+{rotary}
+
+def _heads(x, num_heads):
+    return x.view(x.shape[0], x.shape[1], num_heads, -1).transpose(1, 2)
+
+
+def _merge(x):
+    return x.transpose(1, 2).reshape(x.shape[0], x.shape[2], -1)
+
+
+class QWenAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.head_dim = config.hidden_size // config.num_attention_heads
+        self.c_attn = nn.Linear(config.hidden_size, 3 * config.hidden_size)
+        self.c_proj = nn.Linear(config.hidden_size, config.hidden_size, bias=False)
+        self.rotary = TinyRotary(self.head_dim)
+        self.register_buffer("masked_bias", torch.tensor(-1e4), persistent=False)
+
+    def forward(self, hidden_states, layer_past=None, attention_mask=None, position_ids=None, use_cache=False):
+        bsz, q_len, _ = hidden_states.size()
+        q, k, v = self.c_attn(hidden_states).chunk(3, dim=-1)
+        q, k, v = (t.view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2) for t in (q, k, v))
+        cos, sin = self.rotary(position_ids)
+        q, k = apply_rotary(q, k, cos, sin)
+        if layer_past is not None:
+            past_k, past_v = {unpack}
+            k = torch.cat((past_k, k), dim=2)
+            v = torch.cat((past_v, v), dim=2)
+        present = {pack} if use_cache else None
+        scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.head_dim)
+        if attention_mask is not None:
+            scores = scores + attention_mask
+        probs = nn.functional.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+        out = torch.matmul(probs, v).transpose(1, 2).reshape(bsz, q_len, -1)
+        return self.c_proj(out), present
+
+
+class QWenBlock(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.attn = QWenAttention(config)
+        self.mlp = TinyMLP(config)
+
+    def forward(self, hidden_states, layer_past=None, attention_mask=None, position_ids=None, use_cache=False):
+        attn, present = self.attn(hidden_states, layer_past, attention_mask, position_ids, use_cache)
+        hidden_states = hidden_states + attn
+        return hidden_states + self.mlp(hidden_states), present
+
+
+class QWenPreTrainedModel(PreTrainedModel):
+    config_class = QWenConfig
+    base_model_prefix = "transformer"
+    _no_split_modules = ["QWenBlock"]
+
+    def _init_weights(self, module):
+        if isinstance(module, nn.Linear):
+            module.weight.data.normal_(mean=0.0, std=self.config.initializer_range)
+            if module.bias is not None:
+                module.bias.data.zero_()
+        elif isinstance(module, nn.Embedding):
+            module.weight.data.normal_(mean=0.0, std=self.config.initializer_range)
+        for name, p in module.named_parameters():
+            if name == "c_proj.weight":
+                std = self.config.initializer_range / math.sqrt(2 * self.config.num_hidden_layers)
+                p.data.normal_(mean=0.0, std=std)
+
+
+class QWenModel(QWenPreTrainedModel):
+    def __init__(self, config):
+        super().__init__(config)
+        self.wte = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.h = nn.ModuleList([QWenBlock(config) for _ in range(config.num_hidden_layers)])
+        self.post_init()
+
+    def forward(self, input_ids=None, past_key_values=None, attention_mask=None, position_ids=None,
+                inputs_embeds=None, use_cache=None, output_attentions=None, output_hidden_states=None,
+                return_dict=None):
+        use_cache = use_cache if use_cache is not None else self.config.use_cache
+        return_dict = return_dict if return_dict is not None else self.config.use_return_dict
+        batch_size, seq_length = input_ids.shape
+        if past_key_values is None:
+            past_length = 0
+            past_key_values = tuple([None] * len(self.h))
+        else:
+            past_length = past_key_values[0][0]{past_len}
+        if position_ids is None:
+            position_ids = torch.arange(past_length, seq_length + past_length, device=input_ids.device).unsqueeze(0)
+        hidden_states = self.wte(input_ids)
+        mask = torch.full((seq_length, seq_length), torch.finfo(hidden_states.dtype).min).triu(1)
+        mask = torch.cat([torch.zeros(seq_length, past_length), mask], dim=-1)[None, None]
+        if attention_mask is not None:
+            mask = mask + (1.0 - attention_mask.view(batch_size, -1)[:, None, None, :].to(mask.dtype)) * torch.finfo(
+                hidden_states.dtype).min
+            mask = mask.clamp(min=torch.finfo(hidden_states.dtype).min)
+        presents = () if use_cache else None
+        for block, layer_past in zip(self.h, past_key_values):
+            hidden_states, present = block(hidden_states, layer_past, mask, position_ids, use_cache)
+            if use_cache:
+                presents = presents + (present,)
+        if not return_dict:
+            return tuple(v for v in [hidden_states, presents] if v is not None)
+        return BaseModelOutputWithPast(last_hidden_state=hidden_states, past_key_values=presents)
+
+
+class QWenLMHeadModel(QWenPreTrainedModel):
+    def __init__(self, config):
+        super().__init__(config)
+        self.transformer = QWenModel(config)
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.post_init()
+
+    def get_input_embeddings(self):
+        return self.transformer.wte
+
+    def forward(self, input_ids=None, past_key_values=None, attention_mask=None, position_ids=None,
+                inputs_embeds=None, labels=None, use_cache=None, output_attentions=None,
+                output_hidden_states=None, return_dict=None):
+        return_dict = return_dict if return_dict is not None else self.config.use_return_dict
+        outputs = self.transformer(input_ids=input_ids, past_key_values=past_key_values,
+                                   attention_mask=attention_mask, position_ids=position_ids, use_cache=use_cache,
+                                   return_dict=return_dict)
+        logits = self.lm_head(outputs[0]).float()
+        if not return_dict:
+            return (logits,) + outputs[1:]
+        return CausalLMOutputWithPast(logits=logits, past_key_values=outputs.past_key_values)
+
+    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None,
+                                      inputs_embeds=None, **kwargs):
+        if past_key_values:
+            input_ids = input_ids[:, -1].unsqueeze(-1)
+        position_ids = None
+        if attention_mask is not None:
+            position_ids = attention_mask.long().cumsum(-1) - 1
+            position_ids.masked_fill_(attention_mask == 0, 1)
+            position_ids = position_ids[:, -input_ids.shape[1]:]
+        return {{"input_ids": input_ids, "past_key_values": past_key_values, "use_cache": kwargs.get("use_cache"),
+                "attention_mask": attention_mask, "position_ids": position_ids}}
+
+    @staticmethod
+    def _reorder_cache(past, beam_idx):
+        return {reorder}
+"""
+
+
 # [batch, heads, seq, dim] (GLM-4V, the later ChatGLM3 revision) or, for chatglm2, [seq, batch, heads, dim]: the
 # layout of ChatGLM2 and the first ChatGLM3 releases (cache concatenated on dim 0, past length read from
 # shape[0], _reorder_cache selecting on dim 1).
@@ -1171,6 +1375,10 @@ def sources(family: str) -> dict[str, str]:
     if family == "internlm2":
         return {"configuration_internlm2.py": _INTERNLM2_CONFIG,
                 "modeling_internlm2.py": _INTERNLM2_MODELING.format(rotary=_ROTARY)}
+    if family in _TUPLE_LAYOUTS:
+        return {f"configuration_{family}.py": _LAYOUT_CONFIG.format(name=family),
+                f"modeling_{family}.py": _LAYOUT_MODELING.format(name=family, rotary=_ROTARY,
+                                                                 **_TUPLE_LAYOUTS[family])}
     if family in _CHATGLM_LAYOUT:
         return {"configuration_chatglm.py": _CHATGLM3_CONFIG,
                 "modeling_chatglm.py": _CHATGLM3_MODELING.format(rotary=_ROTARY, **_CHATGLM_LAYOUT[family]),
@@ -1192,6 +1400,12 @@ def _config_json(family: str) -> dict[str, Any]:
             "rope_scaling": {"type": "linear", "factor": 2.0},
             # MiniCPM ties its output to its input embeddings (with the list-form _tied_weights_keys of 4.x).
             "tie_word_embeddings": family == "minicpm",
+        }
+    if family in _TUPLE_LAYOUTS:
+        return {
+            "model_type": family, "architectures": ["QWenLMHeadModel"],
+            "auto_map": {"AutoConfig": f"configuration_{family}.QWenConfig",
+                         "AutoModelForCausalLM": f"modeling_{family}.QWenLMHeadModel"},
         }
     if family == "internlm2":
         return {
@@ -1285,7 +1499,14 @@ def check_family(family: str, directory: str | Path | None = None, max_new_token
         for _ in range(loads):
             model = _loaded(family, repo)
         return check_legacy_generate(model, rows=rows or rows_for(family), max_new_tokens=max_new_tokens,
-                                     tuple_seq_dim=_CHATGLM_LAYOUT.get(family, {}).get("seq_dim", -2))
+                                     tuple_seq_dim=_tuple_seq_dim(family))
+
+
+def _tuple_seq_dim(family: str) -> int:
+    """Where the sequence is in ``past_key_values[0][0]`` of the family's tuples (5.0.0 hands them over)."""
+    if family in _CHATGLM_LAYOUT:
+        return _CHATGLM_LAYOUT[family]["seq_dim"]
+    return {"qwen": 1, "merged": 1, "bloom": -1}.get(family, -2)
 
 
 def check_family_forward(family: str) -> dict[str, Any]:
@@ -1343,19 +1564,28 @@ def _from_pretrained(repo: Path, what: str) -> Any:
 
 
 def check_family_reload(family: str) -> dict[str, Any]:
-    """The family's model, saved and loaded back with ``from_pretrained``, gives the logits of the model it was saved
-    from."""
+    """The family's model, saved and loaded back with ``from_pretrained``, holds exactly every tensor that was saved
+    and gives the logits of the model it was saved from."""
     import torch
 
+    from .outcome import DefectObserved
     from .reference import assert_close
 
     with _saved_and_loaded(family) as (model, again):
+        saved, loaded = model.state_dict(), again.state_dict()
+        wrong = sorted(k for k, v in saved.items() if k not in loaded or not torch.equal(loaded[k].to(v), v))
+        if wrong:
+            worst = max((float((loaded[k].to(saved[k]) - saved[k]).abs().max()) for k in wrong if k in loaded),
+                        default=float("nan"))
+            raise DefectObserved(f"{family}: the model loaded back differs from the saved one in {len(wrong)} of "
+                                 f"{len(saved)} tensors, e.g. {wrong[:3]} (max |diff| {worst:.3g})",
+                                 tensors=wrong)
         ids = torch.tensor(rows_for(family)[:1])
         with torch.no_grad():
             expected = model(input_ids=ids, use_cache=False).logits
             diff = assert_close(again.float().eval()(input_ids=ids, use_cache=False).logits, expected,
                                 f"{family}: the model loaded back")
-        return {"max_logit_diff": diff}
+        return {"max_logit_diff": diff, "tensors": len(saved)}
 
 
 def check_family_reload_buffers(family: str) -> dict[str, Any]:
