@@ -19,9 +19,13 @@ import threading
 import weakref
 from typing import Any, Callable, Mapping
 
+from .._fork import hold_across_fork
+
 REMOTE_PREFIX = "transformers_modules"
 LOADER = "transformers.dynamic_module_utils:get_class_in_module"
 _LOCK = threading.RLock()
+# A fork waits for a remote module's import to finish, so a child never keeps names served to it (nor the lock).
+hold_across_fork(_LOCK)
 
 
 def is_remote(cls: type) -> bool:
