@@ -60,6 +60,7 @@ from ..helpers.decode import (
     name_positional,
     parameters_of,
     positions_from_mask,
+    renames_keyword,
     stated_new_tokens,
 )
 from .. import _record
@@ -182,35 +183,12 @@ def _as_generate_call(wrapped: Any, model: Any, args: tuple, kwargs: dict, era: 
     if _record.on:
         _record.changed("prepare-inputs", "fed %d of %d ids%s", new, width,
                         ", positions from the mask" if "position_ids" in kwargs else "")
-    if old_name and renames(wrapped, era.other_cache_key):
+    if old_name and renames_keyword(wrapped, era.other_cache_key):
         # 5.24 takes `past_key_values=` itself and warns (FutureWarning) that it goes away in 5.40: the user's
         # keyword goes on as given, so that upstream's deprecation still reaches the user.
         kwargs[era.other_cache_key] = kwargs.pop(era.cache_key)
     return (input_ids,), kwargs
 
-
-def renames(func: Any, old: str) -> bool:
-    """Whether ``func`` (a bound method, or one of the functions it wraps) is transformers' ``deprecate_kwarg``
-    wrapper for the keyword ``old``: it takes it, renames it and warns."""
-    func = getattr(func, "__func__", func)
-    for _ in range(8):
-        if func is None:
-            return False
-        code = getattr(func, "__code__", None)  # functools.wraps copies the name: the code object tells
-        if (code is not None and code.co_name == "wrapped_func"
-                and getattr(func, "__module__", None) != getattr(func, "__globals__", {}).get("__name__")
-                and getattr(func, "__globals__", {}).get("__name__") == "transformers.utils.deprecation") and any(
-                _cell(c) == old for c in (getattr(func, "__closure__", None) or ())):
-            return True
-        func = getattr(func, "__wrapped__", None)
-    return False
-
-
-def _cell(cell: Any) -> Any:
-    try:
-        return cell.cell_contents
-    except ValueError:
-        return None
 
 
 def _starts_decoding(model: Any, input_ids: Any) -> bool:
