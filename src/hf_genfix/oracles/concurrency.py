@@ -33,21 +33,23 @@ def _thread(target: Callable[[], Any]) -> threading.Thread:
 
 
 def check_thread_interference(builds: int = 8, model_type: str = "llama") -> dict[str, Any]:
-    """``builds`` seeded builds of a tiny ``model_type`` made while another thread loads the tiny DeepSeek-V2-style
-    remote repo with ``from_pretrained`` again and again equal the same builds made alone."""
+    """``builds`` seeded builds of a tiny ``model_type`` made while another thread loads a tiny remote-code repo (a
+    Llama with a 4.40-style ``prepare_inputs_for_generation``, which every release loads, hf_genfix or not) with
+    ``from_pretrained`` again and again equal the same builds made alone."""
     import torch
 
-    from .legacy_models import _family_repo, _loaded
+    from transformers import AutoModelForCausalLM
+
+    from .legacy import load_remote_model, write_remote_model
+    from .legacy_models import remote_repo
     from .tiny import tiny_model
 
     def weights(seed: int) -> dict[str, Any]:
         return {k: v.detach().clone() for k, v in tiny_model(model_type, seed=seed).state_dict().items()}
 
     alone = [weights(seed) for seed in range(builds)]
-    with _family_repo("deepseek") as repo:
-        _loaded("deepseek", repo).save_pretrained(repo)
-        from transformers import AutoModelForCausalLM
-
+    with remote_repo("tinylegacy") as repo:
+        load_remote_model(write_remote_model(repo)).save_pretrained(repo)
         AutoModelForCausalLM.from_pretrained(str(repo), trust_remote_code=True)  # code imported before the race
         done, loads, errors = threading.Event(), [0], []
 
