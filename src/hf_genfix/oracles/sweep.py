@@ -669,6 +669,7 @@ def run_sweep(registry: Any = None, archs: Iterable[str] | None = None, scenario
                     "cause": f"hf_genfix: {pair['detail']}", "explained_by": None, "summary": "",
                     "catalog_wrong": False})
         out["process"] = process
+        out["seconds"] = round(time.perf_counter() - start, 3)
         counts = differential.tally(pairs)
         out["differential"] = {"counts": counts, "summary": differential.summary_line(counts)}
     return out
