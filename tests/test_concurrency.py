@@ -81,3 +81,33 @@ def test_every_lock_of_hf_genfix_is_registered_for_fork():
     # pad_token / padding_side are reworked under issue 23 sections 1 and 4 (another change); listed until then.
     allowed = {"fixes/pad_token.py", "fixes/padding_side.py"}
     assert [b for b in bare if b.split(":")[0] not in allowed] == []
+
+
+def test_names_served_to_remote_code_are_invisible_to_other_threads():
+    # remote-code-removed-names serves is_torch_fx_available (gone in 5.x) to the remote module being executed.
+    # Before issue 23 it was set on transformers.utils.import_utils for that moment, for every thread.
+    import transformers.utils.import_utils as import_utils
+
+    from hf_genfix.oracles.legacy_models import _family_repo, _loaded
+
+    if hasattr(import_utils, "is_torch_fx_available"):
+        pytest.skip("this release still has is_torch_fx_available: nothing is served")
+    done, seen = threading.Event(), []
+
+    def watch() -> None:
+        while not done.is_set():
+            if hasattr(import_utils, "is_torch_fx_available"):
+                seen.append(True)
+                return
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        for _ in range(4):  # a fresh repo each time: its remote module is executed again
+            with _family_repo("deepseek") as repo:
+                assert _loaded("deepseek", repo) is not None
+    finally:
+        done.set()
+        watcher.join()
+    assert seen == [], "another thread saw a name served to remote code"
+    assert not hasattr(import_utils, "is_torch_fx_available")
