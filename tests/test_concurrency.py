@@ -17,9 +17,14 @@ pytest.importorskip("transformers")
 
 def test_remote_from_pretrained_in_one_thread_leaves_builds_in_another_alone():
     # Before the fix 2 - 7 of 20 - 30 such builds differed (transformers' no_init_weights() is process-wide).
+    from hf_genfix.oracles import ProbeSkipped
     from hf_genfix.oracles.concurrency import check_thread_interference
 
-    assert check_thread_interference(builds=24)["loads"] >= 1
+    try:
+        figures = check_thread_interference(builds=24)
+    except ProbeSkipped as exc:  # 4.x: upstream's own from_pretrained is not thread-safe here
+        pytest.skip(str(exc))
+    assert figures["loads"] >= 1
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork")

@@ -44,6 +44,18 @@ def check_thread_interference(builds: int = 8, model_type: str = "llama") -> dic
     from .legacy_models import remote_repo
     from .tiny import tiny_model
 
+    import inspect
+
+    from transformers import modeling_utils
+
+    model_class = modeling_utils.PreTrainedModel
+    if "init_empty_weights()" in inspect.getsource(getattr(model_class, "get_init_context", model_class.from_pretrained)):
+        # 4.x builds every from_pretrained model inside init_empty_weights(), which moves the parameters that
+        # any thread registers meanwhile to the meta device: upstream races with itself here, with or without
+        # hf_genfix (measured on 4.57.6), and the comparison would be a coin toss.
+        raise ProbeSkipped("upstream's from_pretrained itself patches nn.Module.register_parameter for the whole "
+                           "process on this release (init_empty_weights)")
+
     def weights(seed: int) -> dict[str, Any]:
         return {k: v.detach().clone() for k, v in tiny_model(model_type, seed=seed).state_dict().items()}
 
