@@ -116,3 +116,35 @@ def test_names_served_to_remote_code_are_invisible_to_other_threads():
         watcher.join()
     assert seen == [], "another thread saw a name served to remote code"
     assert not hasattr(import_utils, "is_torch_fx_available")
+
+
+def test_a_padding_side_asked_for_one_call_is_not_seen_by_other_threads():
+    # remote-code-tokenizer-pad gives an old remote _pad the side a call asks for. Before issue 23 it set the
+    # user's tokenizer.padding_side for the call: another thread using the same tokenizer saw the other side.
+    # What any other thread would see is read, deterministically, the moment the remote _pad starts.
+    import sys
+
+    from transformers import AutoTokenizer
+
+    from hf_genfix.oracles.legacy_models import _family_repo
+
+    with _family_repo("chatglm3") as repo:
+        tokenizer = AutoTokenizer.from_pretrained(str(repo), trust_remote_code=True)
+    side = tokenizer.padding_side
+    other = "right" if side == "left" else "left"
+    remote_pad = vars(type(tokenizer))["_pad"].__wrapped__.__code__
+    seen = []
+
+    def tracer(frame, event, arg):
+        if event == "call" and frame.f_code is remote_pad:
+            seen.append(tokenizer.padding_side)
+
+    sys.settrace(tracer)
+    try:
+        tokenizer(["hi there", "hello world again"], padding=True, padding_side=other)
+    except AssertionError:  # ChatGLM's _pad asserts left padding, as its authors meant
+        pass
+    finally:
+        sys.settrace(None)
+    assert seen and set(seen) == {side}, seen
+    assert tokenizer.padding_side == side
