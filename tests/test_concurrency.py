@@ -148,3 +148,23 @@ def test_a_padding_side_asked_for_one_call_is_not_seen_by_other_threads():
         sys.settrace(None)
     assert seen and set(seen) == {side}, seen
     assert tokenizer.padding_side == side
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork")
+def test_a_fork_inside_the_lock_by_its_own_holder_neither_waits_nor_breaks_the_block():
+    import hf_genfix
+
+    registry = hf_genfix._default()
+    pid, ok = None, False
+    try:
+        with registry._lock:
+            pid = os.fork()
+            if pid == 0:
+                with registry.forced():  # re-entrant in the child as in the parent
+                    registry.activate()
+        ok = True  # the block released the lock, in the child too
+    finally:
+        if pid == 0:
+            os._exit(0 if ok else 1)  # never back into pytest from the child
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status

@@ -9,6 +9,8 @@ Two kinds of lock:
 - ``hold_across_fork(lock, in_child)``: a lock that guards work in several steps (the registry's stack of installed
   patches). ``os.fork()`` waits until that lock is free (at most ``WAIT_S`` seconds, then forks anyway), so that
   the child starts from a state the lock's owner finished; in the child the lock is new and ``in_child()`` runs.
+  A fork by the thread that holds the lock (remote code forking while it is imported) neither waits nor resets
+  it: that thread's own block releases it, in the parent and in the child.
 - ``reset_in_child(lock)``: a lock held for one short update; the child gets it free.
 
 Like ``logging``'s own locks, which the standard library resets the same way.
@@ -43,17 +45,26 @@ def _live(refs: list[Any]) -> list[Any]:
     return [lock for lock in (r() for r in refs) if lock is not None]
 
 
+_mine: list[Any] = []  # held locks the forking thread itself holds: its own stack releases them, in the child too
+
+
 def _before() -> None:
     # Newest first: a fix's lock is taken before the registry's inside a patched call (a remote module's import
     # runs the import hook), so this order is the nesting order.
     _acquired.clear()
+    _mine.clear()
     for ref, _ in reversed(_held):
         lock = ref()
-        if lock is not None and lock.acquire(timeout=WAIT_S):
+        if lock is None:
+            continue
+        if getattr(lock, "_is_owned", lambda: False)():
+            _mine.append(lock)  # a fork from inside the lock's own block (remote code forking as it is imported)
+        elif lock.acquire(timeout=WAIT_S):
             _acquired.append(lock)
 
 
 def _after_in_parent() -> None:
+    _mine.clear()
     while _acquired:
         _acquired.pop().release()
 
@@ -61,7 +72,9 @@ def _after_in_parent() -> None:
 def _after_in_child() -> None:
     _acquired.clear()
     for lock in _live([r for r, _ in _held]) + _live(_reset):
-        lock._at_fork_reinit()
+        if all(lock is not m for m in _mine):
+            lock._at_fork_reinit()
+    _mine.clear()
     for ref, callback in _held:
         fn = callback() if callback is not None else None
         if ref() is not None and fn is not None:
