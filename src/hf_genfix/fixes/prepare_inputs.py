@@ -153,6 +153,13 @@ def _as_generate_call(wrapped: Any, model: Any, args: tuple, kwargs: dict, era: 
     new = stated_new_tokens(width, cached, mask.shape[1] if mask is not None else None,
                             kwargs.get(positions_key), kwargs.get("cache_position"),
                             from_start=seq2seq and _starts_decoding(model, input_ids))
+    if (new is not None and new < width and mask is not None and mask.shape[1] <= width
+            and kwargs.get(positions_key) is None and kwargs.get("cache_position") is None and not seq2seq):
+        # Read from the mask alone: the 4.x contract (whole ids, the mask over them). A chunk of new ids given
+        # with a mask over the chunk only (a malformed call) has the same shapes and is fed short; say so.
+        log.debug("prepare-inputs: a mask as wide as the %d ids, %d cached positions: taken as the whole "
+                  "sequence, %d new ids fed (give cache_position or a mask over cache + ids for a chunk)",
+                  width, cached, new)
     if new is None:
         # Ids longer than the cache, and nothing that says whether they are the whole sequence or new tokens
         # after it. The one rule (docs/prepare-inputs.md): transformers' own contract decides. From 5.3 that is
