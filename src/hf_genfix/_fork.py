@@ -32,11 +32,13 @@ def hold_across_fork(lock: Any, in_child: Callable[[], None] | None = None) -> N
     """Hold ``lock`` while the process forks; in the child, a free lock and ``in_child()`` (a bound method is
     held weakly, like the lock)."""
     callback = weakref.WeakMethod(in_child) if hasattr(in_child, "__self__") else (lambda: in_child)
+    _held[:] = [(r, c) for r, c in _held if r() is not None]  # registries come and go (tests build many)
     _held.append((weakref.ref(lock), callback if in_child is not None else None))
 
 
 def reset_in_child(lock: Any) -> Any:
     """``lock``, registered to be free in a forked child; returned for ``_LOCK = reset_in_child(Lock())``."""
+    _reset[:] = [r for r in _reset if r() is not None]  # one per Patcher: patches come and go
     _reset.append(weakref.ref(lock))
     return lock
 
