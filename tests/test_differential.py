@@ -113,3 +113,19 @@ def test_recording_keeps_the_signature_and_leaves_no_trace():
 
     obs = observe(caught, None)
     assert (obs.outcome, obs.error, obs.caught) == ("raised", "KeyError", True)
+
+
+def test_threads_and_forks_are_never_worse_than_upstream(capsys):
+    # The process scenarios (hf_genfix.oracles.concurrency): a remote from_pretrained in one thread while another
+    # builds seeded models; a fork while another thread holds hf_genfix's lock. Both were worse before issue 23.
+    import hf_genfix
+    from hf_genfix.oracles import concurrency, differential
+
+    registry = hf_genfix._default()
+    verdicts = concurrency.run_differential(registry)
+    counts = differential.tally([v["verdict"] for v in verdicts.values()])
+    with capsys.disabled():
+        print(f"\nprocess scenarios: {differential.summary_line(counts)}")
+    worse = [f"{name}: {v['detail']}" for name, v in verdicts.items() if v["verdict"] == differential.WORSE]
+    assert not worse, "hf_genfix is worse than upstream:\n" + "\n".join(worse)
+    assert set(verdicts) == set(concurrency.SCENARIOS)

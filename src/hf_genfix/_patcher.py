@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterator
 
 import wrapt
 
+from . import _fork
 from ._errors import Drift
 
 _MISSING = object()
@@ -182,7 +183,7 @@ class Patcher:
         self._targets = frozenset(targets)
         self._undo: list[Callable[[], None]] = []
         self._changes: list[tuple[Any, str, Any]] = []
-        self._lock = threading.RLock()
+        self._lock = _fork.reset_in_child(threading.RLock())
 
     # -- what fixes call ------------------------------------------------------------------------------------
     def require(self, target: str, *params: str) -> Any:

@@ -14,9 +14,11 @@ import logging
 import threading
 from typing import Any, Iterator
 
+from . import _fork
+
 on = False  # read by the fix modules before every report: keep it a plain module attribute
 
-_lock = threading.Lock()
+_lock = _fork.reset_in_child(threading.Lock())
 _counts: dict[str, list[int]] = {}  # patch id -> [calls seen, calls changed], while recording was on
 _recorders: list["Recording"] = []
 _always = False  # HF_GENFIX_LOG=debug: on for the whole process

@@ -22,7 +22,7 @@ import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator, Mapping, Sequence
 
-from . import _activation
+from . import _activation, _fork
 from ._config import Config, env_name
 from ._manifest import Manifest, load_dir
 from ._errors import Drift, HFGenfixWarning, PatchError
@@ -136,6 +136,8 @@ class Registry:
         self._warned_version: str | None = None
         self._summarised = False  # the one INFO line is said
         self._lock = threading.RLock()
+        self._forcing_threads: dict[int, int] = {}  # id(block) -> the thread that opened it
+        _fork.hold_across_fork(self._lock, self._after_fork_in_child)
         for entry in self._entries.values():
             if not config.enabled:
                 entry.state, entry.reason = DISABLED, "HF_GENFIX=off"
@@ -209,6 +211,7 @@ class Registry:
         block = list(patch_ids)
         with self._lock:
             self._forcing.append(block)
+            self._forcing_threads[id(block)] = threading.get_ident()
             self._reconcile(trigger="forced()")
         try:
             yield
@@ -216,7 +219,22 @@ class Registry:
             with self._lock:
                 # By identity: blocks of other threads or tasks may have opened after this one and still be open.
                 self._forcing[:] = [b for b in self._forcing if b is not block]
+                self._forcing_threads.pop(id(block), None)
                 self._reconcile(trigger="forced() exit")
+
+    def _after_fork_in_child(self) -> None:
+        # Only the forking thread lives on in a child: the forced() blocks other threads had open can never
+        # close there, so the patches they forced come off as those blocks would have taken them off.
+        here = threading.get_ident()
+        gone = [b for b in self._forcing if self._forcing_threads.get(id(b), here) != here]
+        if gone:
+            self._forcing[:] = [b for b in self._forcing if all(b is not g for g in gone)]
+            for block in gone:
+                self._forcing_threads.pop(id(block), None)
+            try:
+                self._reconcile(trigger="fork")
+            except Exception as exc:  # noqa: BLE001 - a child must not die in an at-fork hook
+                log.debug("hf_genfix: after fork, reconciling failed: %s", exc)
 
     # -- status ---------------------------------------------------------------------------------------------
     def status(self) -> list[PatchStatus]:

@@ -68,3 +68,25 @@ def test_ambiguous_call_is_logged_at_debug_level(caplog):
     assert said and all(r.levelno == logging.DEBUG for r in said)
     expected = "taken as new tokens" if release() >= Version("5.3") else "passed on unchanged"
     assert expected in said[0].message
+
+
+def test_a_mask_as_wide_as_the_ids_is_read_as_the_whole_sequence_and_said_at_debug_level(caplog):
+    # Issue 23: a chunk of new ids with a mask over the chunk only has the shapes of a 4.x loop's call (whole ids,
+    # the mask over them), which hf_genfix reads as the 4.x contract did. The reading is logged at debug level.
+    import logging
+
+    import torch
+
+    from hf_genfix.helpers.decode import cache_from_outputs
+    from hf_genfix.oracles.decode import prepare_cache_keyword
+
+    model = model_of("llama")
+    ids = torch.tensor([[17, 44, 91, 23, 5, 60, 12, 77, 38, 101]])
+    with torch.no_grad():
+        cache = cache_from_outputs(model(ids[:, :3], use_cache=True))
+    with caplog.at_level(logging.DEBUG, logger="hf_genfix"):
+        inputs = model.prepare_inputs_for_generation(ids, **{prepare_cache_keyword(): cache},
+                                                     attention_mask=torch.ones_like(ids))
+    assert inputs["input_ids"].shape[1] == 7
+    said = [r for r in caplog.records if r.name == "hf_genfix" and "taken as the whole sequence" in r.message]
+    assert said and all(r.levelno == logging.DEBUG for r in said)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import pytest
 
+from hf_genfix.helpers.decode import forward_spec
 from prepare_inputs_models import model_of, release, skip_known_limit, with_and_without
 
 pytest.importorskip("torch")
@@ -26,6 +27,13 @@ def _generic_method_only():
     # Upstream's contract test is written for the generic method (4.46+); before, Llama's own override neither
     # forwarded extra arguments nor took ids already sliced.
     skip_known_limit("llama", "chunk")
+
+
+def _key():
+    """The keyword this release's prepare_inputs_for_generation takes the cache under (5.24 deprecates the other)."""
+    from hf_genfix.oracles.decode import prepare_cache_keyword
+
+    return prepare_cache_keyword()
 
 
 def _ids():
@@ -127,7 +135,7 @@ def test_already_sliced_ids_are_never_cut(chunk, with_mask):
         if with_mask:
             assert torch.equal(out["attention_mask"], mask["attention_mask"]), "the mask must come as it was given"
 
-    _check(lambda: model.prepare_inputs_for_generation(new_ids, past_key_values=cache, use_cache=True, **mask), kept)
+    _check(lambda: model.prepare_inputs_for_generation(new_ids, **{_key(): cache}, use_cache=True, **mask), kept)
 
 
 def test_explicit_position_ids_are_kept():
@@ -141,7 +149,7 @@ def test_explicit_position_ids_are_kept():
         assert out["input_ids"].shape[1] == 3, "ids cut"
         assert torch.equal(out["position_ids"], positions), "explicit position ids changed"
 
-    _check(lambda: model.prepare_inputs_for_generation(ids[:, 2:], past_key_values=cache, position_ids=positions,
+    _check(lambda: model.prepare_inputs_for_generation(ids[:, 2:], **{_key(): cache}, position_ids=positions,
                                                        use_cache=True), kept)
 
 
@@ -158,7 +166,7 @@ def test_static_cache_gets_a_mask_for_the_new_tokens_only(chunk):
     batch = {"max_batch_size": 2} if "max_batch_size" in inspect.signature(StaticCache.__init__).parameters else {}
     static = StaticCache(config=model.config, max_cache_len=10, **batch)
     with torch.no_grad():
-        model(ids[:, :2], past_key_values=static, use_cache=True)
+        model(ids[:, :2], **{forward_spec(model).cache_key: static}, use_cache=True)
     new_ids, mask = ids[:, 2:2 + chunk], torch.ones_like(ids[:, :2 + chunk])
 
     def shaped(out):
@@ -167,7 +175,7 @@ def test_static_cache_gets_a_mask_for_the_new_tokens_only(chunk):
         if isinstance(built, torch.Tensor) and built.ndim == 4:
             assert tuple(built.shape[-2:]) == (chunk, 10)
 
-    _check(lambda: model.prepare_inputs_for_generation(new_ids, past_key_values=static, attention_mask=mask,
+    _check(lambda: model.prepare_inputs_for_generation(new_ids, **{_key(): static}, attention_mask=mask,
                                                        use_cache=True), shaped)
 
 
@@ -189,7 +197,7 @@ def test_prompt_from_embeddings_then_ids():
         assert out.get("input_ids") is None and torch.equal(out["inputs_embeds"], embeds)
 
     empty = DynamicCache()
-    _check(lambda: model.prepare_inputs_for_generation(ids[:, :2], past_key_values=empty,
+    _check(lambda: model.prepare_inputs_for_generation(ids[:, :2], **{_key(): empty},
                                                        inputs_embeds=embeds, **first, **prompt_position),
            embeds_only)
     cache = _cache_of(model, ids[:, :2])
@@ -197,7 +205,7 @@ def test_prompt_from_embeddings_then_ids():
     def ids_only(out):
         assert out.get("input_ids") is not None and out.get("inputs_embeds") is None
 
-    _check(lambda: model.prepare_inputs_for_generation(ids[:, 2:], past_key_values=cache, inputs_embeds=embeds,
+    _check(lambda: model.prepare_inputs_for_generation(ids[:, 2:], **{_key(): cache}, inputs_embeds=embeds,
                                                        attention_mask=torch.ones_like(ids)), ids_only)
 
 
@@ -213,7 +221,7 @@ def test_a_mask_as_wide_as_the_ids_says_they_are_the_whole_sequence():
     model, ids = model_of("llama"), _ids()
     cache = _cache_of(model, ids[:, :2])
     with torch.no_grad():
-        out = model(**model.prepare_inputs_for_generation(ids, past_key_values=cache, attention_mask=torch.ones_like(
+        out = model(**model.prepare_inputs_for_generation(ids, **{_key(): cache}, attention_mask=torch.ones_like(
             ids), use_cache=True))
         expected = model(ids, use_cache=False).logits[:, -1]
     assert out.logits.shape[1] == 1

@@ -85,9 +85,10 @@ def check_continuing_with_a_new_turn(m, rows, first: int, turn: int, second: int
     import torch
 
     from hf_genfix.oracles import check_rows_against_reference, generate_steps, left_pad
+    from hf_genfix.oracles.generation import generate_cache_keyword
 
     ids, mask = left_pad(rows)
-    extra = {} if cache is None else {"past_key_values": cache}
+    extra = {} if cache is None else {generate_cache_keyword(m): cache}
     with torch.no_grad():
         out = m.generate(ids, attention_mask=mask, max_new_tokens=first, do_sample=False, pad_token_id=0,
                          eos_token_id=None, return_dict_in_generate=True, **extra)

@@ -74,10 +74,12 @@ def test_generation_after_an_image_prompt(name, attn, rows, cache):
 def test_forward_through_a_static_cache_larger_than_the_window(name):
     import torch
 
+    from hf_genfix.helpers.decode import forward_spec
+
     m = vlm(name, "sdpa")
     _, inputs = ss.image_prompt(m, THREE_ROWS)
     with torch.no_grad():
-        out = m(**inputs, past_key_values=ss.static_cache(m, 3, 64), use_cache=True)
+        out = m(**inputs, **{forward_spec(m).cache_key: ss.static_cache(m, 3, 64)}, use_cache=True)
     real = inputs["attention_mask"].bool()
     assert_close(out.logits.float()[real], ss.image_mask_reference(m, inputs)[real], f"{name} through a StaticCache")
 

@@ -4,9 +4,16 @@ Remote code is what ``trust_remote_code=True`` loads: transformers executes a re
 ``configuration_*.py`` as modules named ``transformers_modules.<repo>.<file>``, always through
 ``transformers.dynamic_module_utils.get_class_in_module`` (every release measured, 4.40 - 5.24). The patches
 that bring back a removed name wrap that function: while it executes a remote module, the names are served
-(a module through a ``sys.meta_path`` finder, an attribute set on its module), and afterwards they are gone
+to the thread executing it only (a module through a ``sys.meta_path`` finder that answers that thread, an
+attribute through a module ``__getattr__`` (PEP 562) that answers that thread), and afterwards they are gone
 again (also from ``sys.modules``), so that nothing but the remote module that imported them sees them. Remote
 code that imports a removed name only later, inside a function, is not served.
+
+Per thread, not by setting the attributes: set on the module, ``transformers.utils.is_torch_fx_available`` or
+``transformers.LogitsWarper`` were there for every thread while one loaded remote code, and libraries that
+feature-detect with ``hasattr`` would have taken another path for that moment. (A served module sits in
+``sys.modules`` while the remote module executes, as the import system puts it there; an import of that removed
+module by another thread in that moment would find it.)
 """
 
 from __future__ import annotations
@@ -19,9 +26,13 @@ import threading
 import weakref
 from typing import Any, Callable, Mapping
 
+from .._fork import hold_across_fork
+
 REMOTE_PREFIX = "transformers_modules"
 LOADER = "transformers.dynamic_module_utils:get_class_in_module"
 _LOCK = threading.RLock()
+# A fork waits for a remote module's import to finish, so a child never keeps names served to it (nor the lock).
+hold_across_fork(_LOCK)
 
 
 def is_remote(cls: type) -> bool:
@@ -55,9 +66,10 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def __init__(self, modules: Mapping[str, Callable[[], Any]]):
         self.modules = dict(modules)
         self.served: list[Any] = []
+        self.thread = threading.get_ident()
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname not in self.modules:
+        if fullname not in self.modules or threading.get_ident() != self.thread:
             return None
         return importlib.machinery.ModuleSpec(fullname, self)
 
@@ -82,26 +94,46 @@ def restoring(modules: Mapping[str, Callable[[], Any]] | None = None,
             finder = _Finder(modules) if modules else None
             if finder is not None:
                 sys.meta_path.append(finder)  # last: a module that exists is always found first
-            added: list[tuple[Any, str, Any]] = []
+            added: list[tuple[Any, Any, Any]] = []
             try:
                 for module_name, attrs in names.items():
                     module = sys.modules.get(module_name) or importlib.import_module(module_name)
-                    for attr, factory in attrs.items():
-                        if not _has(module, attr):
-                            value = factory()
-                            setattr(module, attr, value)
-                            added.append((module, attr, value))
+                    values = {attr: factory() for attr, factory in attrs.items() if not _has(module, attr)}
+                    if values:
+                        previous = vars(module).get("__getattr__")
+                        hook = _serving(module.__name__, values, previous)
+                        module.__getattr__ = hook
+                        added.append((module, previous, hook))
                 return wrapped(*args, **kwargs)
             finally:
-                for module, attr, value in reversed(added):
-                    if vars(module).get(attr) is value:
-                        delattr(module, attr)
+                for module, previous, hook in reversed(added):
+                    if vars(module).get("__getattr__") is hook:
+                        if previous is None:
+                            del module.__getattr__
+                        else:
+                            module.__getattr__ = previous
                 if finder is not None:
                     sys.meta_path.remove(finder)
                     for module in finder.served:
                         _forget(module)
 
     return wrapper
+
+
+def _serving(module_name: str, values: Mapping[str, Any], previous: Any) -> Callable[[str], Any]:
+    """A module ``__getattr__`` (consulted only for names the module lacks) that gives ``values`` to the calling
+    thread alone; every other thread gets what it got before (the module's own ``__getattr__``, or the
+    AttributeError after which a lazy module's class resolves the name as usual)."""
+    thread = threading.get_ident()
+
+    def __getattr__(name: str) -> Any:
+        if name in values and threading.get_ident() == thread:
+            return values[name]
+        if previous is not None:
+            return previous(name)
+        raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+
+    return __getattr__
 
 
 def _forget(module: Any) -> None:

@@ -60,6 +60,7 @@ from ..helpers.decode import (
     name_positional,
     parameters_of,
     positions_from_mask,
+    renames_keyword,
     stated_new_tokens,
 )
 from .. import _record
@@ -138,7 +139,8 @@ def _as_generate_call(wrapped: Any, model: Any, args: tuple, kwargs: dict, era: 
     input_ids = args[0] if args else kwargs.pop("input_ids", None)
     if input_ids is None or getattr(input_ids, "ndim", 0) != 2:
         return None
-    if era.other_cache_key in kwargs and kwargs.get(era.cache_key) is None:
+    old_name = era.other_cache_key in kwargs and kwargs.get(era.cache_key) is None
+    if old_name:
         # A loop written for another release names the cache the other way.
         kwargs[era.cache_key] = kwargs.pop(era.other_cache_key)
     try:
@@ -151,6 +153,13 @@ def _as_generate_call(wrapped: Any, model: Any, args: tuple, kwargs: dict, era: 
     new = stated_new_tokens(width, cached, mask.shape[1] if mask is not None else None,
                             kwargs.get(positions_key), kwargs.get("cache_position"),
                             from_start=seq2seq and _starts_decoding(model, input_ids))
+    if (new is not None and new < width and mask is not None and mask.shape[1] <= width
+            and kwargs.get(positions_key) is None and kwargs.get("cache_position") is None and not seq2seq):
+        # Read from the mask alone: the 4.x contract (whole ids, the mask over them). A chunk of new ids given
+        # with a mask over the chunk only (a malformed call) has the same shapes and is fed short; say so.
+        log.debug("prepare-inputs: a mask as wide as the %d ids, %d cached positions: taken as the whole "
+                  "sequence, %d new ids fed (give cache_position or a mask over cache + ids for a chunk)",
+                  width, cached, new)
     if new is None:
         # Ids longer than the cache, and nothing that says whether they are the whole sequence or new tokens
         # after it. The one rule (docs/prepare-inputs.md): transformers' own contract decides. From 5.3 that is
@@ -181,7 +190,12 @@ def _as_generate_call(wrapped: Any, model: Any, args: tuple, kwargs: dict, era: 
     if _record.on:
         _record.changed("prepare-inputs", "fed %d of %d ids%s", new, width,
                         ", positions from the mask" if "position_ids" in kwargs else "")
+    if old_name and renames_keyword(wrapped, era.other_cache_key):
+        # 5.24 takes `past_key_values=` itself and warns (FutureWarning) that it goes away in 5.40: the user's
+        # keyword goes on as given, so that upstream's deprecation still reaches the user.
+        kwargs[era.other_cache_key] = kwargs.pop(era.cache_key)
     return (input_ids,), kwargs
+
 
 
 def _starts_decoding(model: Any, input_ids: Any) -> bool:

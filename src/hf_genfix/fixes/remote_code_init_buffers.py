@@ -14,9 +14,16 @@ must have the rotary buffers of the model it was saved from. (On 5.0 - 5.12, exc
 file's ``_init_weights`` overwrite the loaded weights: another defect, ``remote-code-init-weights``.)
 
 Correction. For a remote-code class, ``from_pretrained`` builds the model as 4.x did: parameters go to the meta
-device as they are registered (with torch's initialisers idle, since the checkpoint replaces them), buffers are
-computed for real; when the loader then replaces the non-persistent buffers with empty tensors, their computed
-values are copied into them. Other models are built as upstream builds them.
+device as they are registered (the checkpoint replaces them; torch's initialisers then run on meta tensors, which
+costs nothing), ``init_weights`` is skipped as 4.x's ``no_init_weights`` skipped it, buffers are computed for real;
+when the loader then replaces the non-persistent buffers with empty tensors, their computed values are copied into
+them. Other models are built as upstream builds them.
+
+Only the building thread sees any of this. transformers' ``no_init_weights()`` (which an earlier version used)
+replaces ``torch.nn.init.*`` and ``PreTrainedModel.init_weights`` for the whole process: models another thread built
+meanwhile came out uninitialised (7 of 30 seeded ``from_config`` builds differed). So each part is per thread: a
+thread-local flag read by one torch parameter-registration hook (registered once, inert in every other thread) and
+by the ``init_weights`` wrapper, and the device context, a torch function mode, which torch keeps per thread.
 """
 
 from __future__ import annotations
@@ -28,35 +35,51 @@ from typing import Any, Iterator
 from ._remote_code import is_remote
 
 CONTEXT = "transformers.modeling_utils:PreTrainedModel.get_init_context"
+INIT = "transformers.modeling_utils:PreTrainedModel.init_weights"
 MOVE = "transformers.modeling_utils:PreTrainedModel._move_missing_keys_from_meta_to_device"
 BUFFERS = "transformers.modeling_utils:PreTrainedModel.named_non_persistent_buffers"
-_LOCK = threading.RLock()
+_building = threading.local()  # depth of parameters_on_meta() blocks open in this thread
+_hook: Any = None
+
+
+def _building_here() -> bool:
+    return getattr(_building, "depth", 0) > 0
+
+
+def _to_meta(module: Any, name: str, param: Any) -> Any:
+    """torch's global parameter-registration hook: a parameter registered in a thread that is building a remote
+    model goes to the meta device; every other registration is left as it is (None)."""
+    if param is None or not _building_here() or param.device.type == "meta":
+        return None
+    from torch import nn
+
+    kwargs = vars(param) if type(param) is not nn.Parameter else {}
+    return type(param)(param.to("meta"), requires_grad=param.requires_grad, **kwargs)
+
+
+def _register_hook_once() -> None:
+    # Registered once and never removed: torch iterates its hook dict on every registration in every thread, so
+    # adding or removing an entry while another thread builds a model could break that thread's iteration.
+    global _hook
+    if _hook is None:
+        from torch.nn.modules.module import register_module_parameter_registration_hook
+
+        _hook = register_module_parameter_registration_hook(_to_meta)
 
 
 @contextlib.contextmanager
 def parameters_on_meta() -> Iterator[None]:
-    """Parameters are moved to the meta device as modules register them; everything else is computed for real
-    (4.x's ``init_empty_weights(include_buffers=False)``)."""
+    """In this thread only: parameters are moved to the meta device as modules register them, everything else is
+    computed for real (4.x's ``init_empty_weights(include_buffers=False)``)."""
     import torch
-    from torch import nn
-    from transformers import initialization
 
-    register = nn.Module.register_parameter
-    builder = threading.get_ident()  # modules other threads build meanwhile are left alone
-
-    def register_on_meta(module: nn.Module, name: str, param: Any) -> None:
-        register(module, name, param)
-        if param is not None and param.device.type != "meta" and threading.get_ident() == builder:
-            kwargs = vars(param) if type(param) is not nn.Parameter else {}
-            module._parameters[name] = type(param)(param.to("meta"), requires_grad=param.requires_grad, **kwargs)
-
-    with _LOCK, initialization.no_init_weights():
-        nn.Module.register_parameter = register_on_meta  # type: ignore[method-assign]
-        try:
-            with torch.device("cpu"):
-                yield
-        finally:
-            nn.Module.register_parameter = register  # type: ignore[method-assign]
+    _register_hook_once()
+    _building.depth = getattr(_building, "depth", 0) + 1
+    try:
+        with torch.device("cpu"):  # a torch function mode: per thread, like upstream's torch.device("meta")
+            yield
+    finally:
+        _building.depth -= 1
 
 
 def install(patcher: Any) -> None:
@@ -64,6 +87,7 @@ def install(patcher: Any) -> None:
 
     patcher.require(BUFFERS)
     patcher.require(MOVE, "missing_keys")
+    _register_hook_once()
 
     def context(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
         contexts = wrapped(*args, **kwargs)
@@ -83,7 +107,13 @@ def install(patcher: Any) -> None:
                     buffer.copy_(value.to(device=buffer.device, dtype=buffer.dtype))
         return result
 
+    def init_weights(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+        if _building_here():
+            return None  # 4.x's no_init_weights: the checkpoint replaces the weights
+        return wrapped(*args, **kwargs)
+
     patcher.wrap(CONTEXT, context)
+    patcher.wrap(INIT, init_weights)
     patcher.wrap(MOVE, move)
 
 

@@ -13,22 +13,21 @@ reference of each unpadded row.
 
 Correction. A remote tokenizer class whose own ``_pad`` takes neither ``padding_side`` nor ``**kwargs`` has it
 wrapped: the argument is taken out of the call and, where it asks for another side than the tokenizer's
-``padding_side`` (which such a ``_pad`` reads), that attribute is set for the duration of the call, as the 4.45
-base ``_pad`` reads its argument. ChatGLM's ``_pad`` asserts left padding: asked for the right side it fails
-loudly, as its authors meant. Every other tokenizer is untouched.
+``padding_side`` (which such a ``_pad`` reads), the old ``_pad`` runs on a shallow view of the tokenizer that has
+that side, as the 4.45 base ``_pad`` reads its argument (not by setting the attribute for the call: the user's
+tokenizer, which other threads may be using, never changes side). ChatGLM's ``_pad`` asserts left padding: asked
+for the right side it fails loudly, as its authors meant. Every other tokenizer is untouched.
 """
 
 from __future__ import annotations
 
 import inspect
-import threading
 from typing import Any
 
 from ._remote_code import is_remote
 
 TARGET = "transformers.tokenization_utils_base:PreTrainedTokenizerBase._pad"
 HOOK = "transformers.tokenization_utils_base:PreTrainedTokenizerBase"
-_LOCK = threading.Lock()
 
 
 def old_pad(cls: type) -> bool:
@@ -50,13 +49,10 @@ def install(patcher: Any) -> None:
         side = kwargs.pop("padding_side", None)
         if instance is None or side is None or side == instance.padding_side:
             return wrapped(*args, **kwargs)
-        with _LOCK:  # the old _pad reads the attribute: another side for this call only
-            previous = instance.padding_side
-            instance.padding_side = side
-            try:
-                return wrapped(*args, **kwargs)
-            finally:
-                instance.padding_side = previous
+        view = object.__new__(type(instance))  # the old _pad reads the attribute: another side for this call only
+        view.__dict__.update(vars(instance))
+        view.padding_side = side
+        return getattr(wrapped, "__func__", wrapped)(view, *args, **kwargs)
 
     patcher.wrap_subclasses(TARGET, wrapper, where=old_pad, hook=HOOK)
 

@@ -42,6 +42,7 @@ import threading
 from typing import Any
 
 from .. import _record
+from .._fork import reset_in_child
 
 GENERATE = "transformers.generation.utils:GenerationMixin.generate"
 WARNING = "transformers.generation.utils:logger.warning"
@@ -54,7 +55,7 @@ log = logging.getLogger("hf_genfix")
 
 # (returned prompt ids, the caller's prompt mask as bool, gather index), CPU tensors, newest last.
 _realigned: "collections.deque[tuple[Any, Any, Any]]" = collections.deque(maxlen=16)
-_realigned_lock = threading.Lock()
+_realigned_lock = reset_in_child(threading.Lock())
 
 
 def install(patcher: Any) -> None:

@@ -90,13 +90,15 @@ def _probe(build: Any, what: str) -> dict:
     import torch
 
     from ..oracles import DefectObserved, assert_close
+    from ..helpers.decode import forward_spec
     from ..oracles.sliding_static import image_mask_reference, image_prompt, static_cache
 
     model = build()
     _, inputs = image_prompt(model, [(2, 3)])
     try:
         with torch.no_grad():
-            out = model(**inputs, past_key_values=static_cache(model, 1, 40), use_cache=True)
+            # the forward's own keyword: 5.24 deprecates past_key_values= (a FutureWarning of our making otherwise)
+            out = model(**inputs, **{forward_spec(model).cache_key: static_cache(model, 1, 40)}, use_cache=True)
     except IndexError as exc:
         raise DefectObserved(f"{what}: forward raised IndexError: {exc}") from exc
     diff = assert_close(out.logits.float(), image_mask_reference(model, inputs), what)

@@ -51,6 +51,30 @@ def cache_length(cache: Any) -> int:
     raise TypeError(f"cannot tell how many positions a {type(cache).__name__} holds")
 
 
+def renames_keyword(func: Any, old: str) -> bool:
+    """Whether ``func`` (a bound method, or one of the functions it wraps) is transformers' ``deprecate_kwarg``
+    wrapper for the keyword ``old``: it takes it, renames it and warns."""
+    func = getattr(func, "__func__", func)
+    for _ in range(8):
+        if func is None:
+            return False
+        # functools.wraps copies the decorated function's names: the code and its globals tell the decorator.
+        code = getattr(func, "__code__", None)
+        if (code is not None and code.co_name == "wrapped_func"
+                and getattr(func, "__globals__", {}).get("__name__") == "transformers.utils.deprecation"
+                and any(_cell(c) == old for c in (getattr(func, "__closure__", None) or ()))):
+            return True
+        func = getattr(func, "__wrapped__", None)
+    return False
+
+
+def _cell(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return None
+
+
 def stated_new_tokens(
     width: int,
     cached: int,

@@ -38,23 +38,38 @@ def defect_on_error(what: str, errors: tuple = UPSTREAM_ERRORS) -> Iterator[None
         raise DefectObserved(f"{what}: {type(exc).__name__}: {exc}", error=type(exc).__name__) from exc
 
 
+def prepare_cache_keyword() -> str:
+    """The keyword the installed release's ``prepare_inputs_for_generation`` takes the cache under: ``cache`` from
+    5.24 (where ``past_key_values`` is deprecated, to be removed in 5.40), ``past_key_values`` before. The oracles
+    call upstream as a user of this release would, so that they trigger no deprecation of their own; a test of
+    the old keyword names it."""
+    import inspect
+
+    from transformers.generation.utils import GenerationMixin
+
+    params = inspect.signature(GenerationMixin.prepare_inputs_for_generation).parameters
+    return "cache" if "cache" in params else "past_key_values"
+
+
 def manual_loop(
     model: Any,
     rows: Sequence[Sequence[int]] = DEFAULT_ROWS,
     steps: int = 4,
     grow_mask: bool = True,
-    cache_key: str = "past_key_values",
+    cache_key: str | None = None,
     feed: str = "full",
     pad_id: int = 0,
 ) -> GenRun:
     """Greedy decoding by hand: ``prepare_inputs_for_generation(ids, <cache_key>=cache, attention_mask=mask)``
-    then ``forward`` on what it returned, ``steps`` times. Returns the per-step last logits like generate_steps.
+    (``cache_key`` by default the release's own, ``prepare_cache_keyword``) then ``forward`` on what it returned,
+    ``steps`` times. Returns the per-step last logits like generate_steps.
     With ``grow_mask=False`` the caller keeps passing the prompt's mask; with ``feed="new"`` it passes only the
     last token after the first step (the classic loop) instead of the whole sequence."""
     import torch
 
     from ..helpers.decode import cache_from_outputs
 
+    cache_key = cache_key or prepare_cache_keyword()
     ids, mask = left_pad(rows, pad_id)
     width = ids.shape[1]
     cache = None
@@ -78,7 +93,7 @@ def check_manual_loop(
     grow_mask: bool = True,
     rows: Sequence[Sequence[int]] = DEFAULT_ROWS,
     steps: int = 4,
-    cache_key: str = "past_key_values",
+    cache_key: str | None = None,
     feed: str = "full",
     **tiny_overrides: Any,
 ) -> dict[str, Any]:
@@ -86,6 +101,7 @@ def check_manual_loop(
     an upstream exception inside the loop is the defect showing and is re-raised as ``DefectObserved``."""
     model = tiny_model(model_or_type, **tiny_overrides) if isinstance(model_or_type, str) else model_or_type
     name = getattr(getattr(model, "config", None), "model_type", type(model).__name__)
+    cache_key = cache_key or prepare_cache_keyword()
     how = f"{'mask grown' if grow_mask else 'mask never grown'}, {feed} ids, cache as {cache_key}"
     what = f"{name}: manual loop over prepare_inputs_for_generation ({how})"
     with defect_on_error(what):
@@ -146,7 +162,7 @@ def manual_seq2seq_loop(
     model: Any,
     rows: Sequence[Sequence[int]] = SEQ2SEQ_ROWS,
     steps: int = 4,
-    cache_key: str = "past_key_values",
+    cache_key: str | None = None,
     feed: str = "full",
 ) -> tuple[Any, list, Any, dict]:
     """Greedy decoding by hand with an encoder-decoder model: the encoder runs once, then each step calls
@@ -158,6 +174,7 @@ def manual_seq2seq_loop(
 
     from ..helpers.decode import cache_from_outputs
 
+    cache_key = cache_key or prepare_cache_keyword()
     source = encoder_inputs(model, rows)
     start = model.generation_config.decoder_start_token_id
     start = start if start is not None else model.config.decoder_start_token_id
@@ -180,7 +197,7 @@ def manual_seq2seq_loop(
 def check_manual_seq2seq_loop(
     model_or_type: Any,
     steps: int = 4,
-    cache_key: str = "past_key_values",
+    cache_key: str | None = None,
     feed: str = "full",
 ) -> dict[str, Any]:
     """``manual_seq2seq_loop`` against the reference: step ``t``'s logits equal the decoder logits of a no-cache
@@ -194,6 +211,7 @@ def check_manual_seq2seq_loop(
     ATOL = tolerance()
 
     model = tiny_seq2seq(model_or_type) if isinstance(model_or_type, str) else model_or_type
+    cache_key = cache_key or prepare_cache_keyword()
     what = (f"{model.config.model_type}: manual encoder-decoder loop over prepare_inputs_for_generation "
             f"({feed} decoder ids, cache as {cache_key})")
     with defect_on_error(what):
@@ -234,8 +252,8 @@ def chunk_after_cache(model: Any, stated: str = "cache_position") -> tuple[Any, 
     with torch.no_grad():
         reference = model(ids, use_cache=False).logits[:, CHUNK_PREFIX:]
         cache = cache_from_outputs(model(ids[:, :CHUNK_PREFIX], use_cache=True))
-        inputs = model.prepare_inputs_for_generation(ids[:, CHUNK_PREFIX:], past_key_values=cache, use_cache=True,
-                                                     **given)
+        inputs = model.prepare_inputs_for_generation(ids[:, CHUNK_PREFIX:], **{prepare_cache_keyword(): cache},
+                                                     use_cache=True, **given)
         return model(**inputs).logits, reference
 
 

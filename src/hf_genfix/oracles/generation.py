@@ -55,6 +55,14 @@ class GenRun:
         return self.sequences[row, self.prompt_width :].tolist()
 
 
+def generate_cache_keyword(model: Any) -> str:
+    """The keyword ``model.generate()`` takes a cache under on this release: ``cache`` from 5.24 (which deprecates
+    ``past_key_values``, to be removed in 6.0), ``past_key_values`` before."""
+    from ..helpers.decode import renames_keyword
+
+    return "cache" if renames_keyword(type(model).generate, "past_key_values") else "past_key_values"
+
+
 def generate_steps(
     model: Any,
     input_ids: Any,
@@ -70,6 +78,9 @@ def generate_steps(
     kwargs.setdefault("output_logits", True)
     if attention_mask is not None:
         kwargs["attention_mask"] = attention_mask
+    if "past_key_values" in kwargs:
+        # 5.24 deprecates generate(past_key_values=) for cache=: the oracle calls as a user of this release would.
+        kwargs[generate_cache_keyword(model)] = kwargs.pop("past_key_values")
     with torch.no_grad():
         out = model.generate(input_ids, **kwargs)
     logits = getattr(out, "logits", None) or out.scores

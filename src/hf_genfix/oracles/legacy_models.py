@@ -997,9 +997,6 @@ def write_plain_tokenizer(directory: str | Path) -> Path:
 def check_plain_remote_tokenizer() -> dict[str, Any]:
     """A remote tokenizer that adds no special tokens (Qwen-1's shape, ``_PLAIN_TOKENIZER``) encodes as its authors
     meant: each text's ids are its own tokens' ids, and a batch is those rows padded on the left with its pad id."""
-    import tempfile
-    import uuid
-
     from transformers import AutoTokenizer
 
     from .decode import UPSTREAM_ERRORS, defect_on_error
@@ -1007,8 +1004,8 @@ def check_plain_remote_tokenizer() -> dict[str, Any]:
     from .outcome import DefectObserved
 
     texts = ["hi there", "hello world again"]
-    with tempfile.TemporaryDirectory(prefix="genfix_tokenizer_") as tmp:
-        repo = write_plain_tokenizer(Path(tmp) / f"plain_{uuid.uuid4().hex[:12]}")
+    with remote_repo("plain") as path:
+        repo = write_plain_tokenizer(path)
         what = "a remote tokenizer that adds no special tokens"
         with defect_on_error(what, UPSTREAM_ERRORS):
             tokenizer = AutoTokenizer.from_pretrained(str(repo), trust_remote_code=True)
@@ -1127,16 +1124,13 @@ def write_moe_repo(directory: str | Path) -> Path:
 def check_remote_moe_reload() -> dict[str, Any]:
     """A remote model of DeepSeek-V2's expert layout (``_MOE_MODELING``), saved next to its code and loaded back
     with ``from_pretrained``, gives the logits of the model it was saved from."""
-    import tempfile
-    import uuid
-
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
     from .reference import assert_close
 
-    with tempfile.TemporaryDirectory(prefix="genfix_moe_") as tmp:
-        repo = write_moe_repo(Path(tmp) / f"moe_{uuid.uuid4().hex[:12]}")
+    with remote_repo("moe") as path:
+        repo = write_moe_repo(path)
         config = AutoConfig.from_pretrained(str(repo), trust_remote_code=True)
         torch.manual_seed(0)
         model = AutoModelForCausalLM.from_config(config, trust_remote_code=True).float().eval()
@@ -1468,15 +1462,46 @@ def rows_for(family: str) -> tuple[tuple[int, ...], ...]:
 
 
 @contextlib.contextmanager
-def _family_repo(family: str, directory: str | Path | None = None) -> Iterator[Path]:
-    """The family's repo, written in a temporary folder (or ``directory``) that is gone afterwards."""
+def remote_repo(stem: str, directory: str | Path | None = None) -> Iterator[Path]:
+    """A fresh path ``<stem>_<random>`` for a tiny remote-code repo, in a temporary folder (or in ``directory``).
+    Afterwards the temporary folder is gone, and so is the copy of the repo's code that ``trust_remote_code`` made
+    in ``<HF_MODULES_CACHE>/transformers_modules/<folder name>`` (before, every ``hf-genfix doctor`` left about 44
+    such folders behind)."""
     import tempfile
     import uuid
 
-    with tempfile.TemporaryDirectory(prefix=f"genfix_{family}_") as tmp:
-        # transformers copies a local repo's code to <HF_MODULES_CACHE>/transformers_modules/<folder name>: a
-        # folder name of its own per call, or two processes probing at once (tox p) overwrite each other's files.
-        yield write_family(family, Path(directory or tmp) / f"{family}_{uuid.uuid4().hex[:12]}")
+    with tempfile.TemporaryDirectory(prefix=f"genfix_{stem}_") as tmp:
+        # A folder name of its own per call: two processes probing at once (tox p) would otherwise overwrite each
+        # other's copies in the modules cache.
+        path = Path(directory or tmp) / f"{stem}_{uuid.uuid4().hex[:12]}"
+        try:
+            yield path
+        finally:
+            forget_module_copy(path)
+
+
+def forget_module_copy(repo: Path) -> None:
+    """Remove ``<HF_MODULES_CACHE>/transformers_modules/<repo's folder name>`` (what loading the local repo with
+    ``trust_remote_code`` copied there; 4.57 and 5.x name it so). The modules already imported stay usable."""
+    import shutil
+    import sys
+
+    loader = sys.modules.get("transformers.dynamic_module_utils")
+    if loader is None:  # nothing loaded remote code in this process
+        return
+    sanitize = getattr(loader, "_sanitize_module_name", lambda name: name)
+    cache = Path(getattr(loader, "HF_MODULES_CACHE")) / getattr(loader, "TRANSFORMERS_DYNAMIC_MODULE_NAME",
+                                                                "transformers_modules")
+    for name in {repo.name, sanitize(repo.name)}:
+        if name and (cache / name).is_dir():
+            shutil.rmtree(cache / name, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _family_repo(family: str, directory: str | Path | None = None) -> Iterator[Path]:
+    """The family's repo, written in a temporary folder (or ``directory``), gone afterwards (``remote_repo``)."""
+    with remote_repo(family, directory) as path:
+        yield write_family(family, path)
 
 
 def _loaded(family: str, repo: Path) -> Any:

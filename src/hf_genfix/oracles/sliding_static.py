@@ -46,6 +46,8 @@ def forward_in_chunks(model: Any, ids: Sequence[int], chunks: Sequence[int], cac
     token at a time); returns (logits of every position ``(len(ids), vocab)``, the cache)."""
     import torch
 
+    from ..helpers.decode import forward_spec
+
     row = torch.as_tensor(list(ids), dtype=torch.long, device=model.device).reshape(1, -1)
     sizes = list(chunks) + [1] * (row.shape[1] - sum(chunks))
     pieces, pos = [], 0
@@ -58,8 +60,8 @@ def forward_in_chunks(model: Any, ids: Sequence[int], chunks: Sequence[int], cac
                 attention_mask=torch.ones((1, end), dtype=torch.long, device=row.device),
                 position_ids=positions[None],
                 cache_position=positions,
-                past_key_values=cache,
                 use_cache=True,
+                **{forward_spec(model).cache_key: cache},  # 5.24 deprecates forward(past_key_values=)
             )
             cache = out.past_key_values
             pieces.append(out.logits[0].float())

@@ -655,6 +655,21 @@ def run_sweep(registry: Any = None, archs: Iterable[str] | None = None, scenario
         "unsupported": findings[UNSUPPORTED],
     }
     if differential_all:
+        from . import concurrency
+
+        # Threads and forks: once per process, not per architecture (a patched call in one thread, ordinary work
+        # in another; a fork while another thread is inside activate() / forced()).
+        process = concurrency.run_differential(registry)
+        for name, pair in process.items():
+            pairs.append(pair["verdict"])
+            if pair["verdict"] == differential.WORSE:
+                findings[UNKNOWN].append({
+                    "arch": "process", "scenario": name, "kind": "defect", "verdict": WORSE, "step": None,
+                    "row": None, "max_logit_diff": None, "message": pair["detail"],
+                    "cause": f"hf_genfix: {pair['detail']}", "explained_by": None, "summary": "",
+                    "catalog_wrong": False})
+        out["process"] = process
+        out["seconds"] = round(time.perf_counter() - start, 3)
         counts = differential.tally(pairs)
         out["differential"] = {"counts": counts, "summary": differential.summary_line(counts)}
     return out

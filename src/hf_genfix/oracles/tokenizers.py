@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from .._fork import reset_in_child
+
 TRAINING_TEXT = (
     "the quick brown fox jumps over the lazy dog",
     "a right padded batch gives wrong tokens when the model reads pad as prompt",
@@ -194,7 +196,7 @@ def write_repo(
 
 
 _cache: dict[str, Path] = {}
-_cache_lock = threading.Lock()
+_cache_lock = reset_in_child(threading.Lock())
 _root: Path | None = None
 
 
