@@ -47,6 +47,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+from ._fork import reset_in_child
+
 SCHEMA = 1
 BUDGET_S = 30.0  # what a quiet 2-core machine takes (JSON ``budget_seconds``); information only
 
@@ -74,7 +76,7 @@ FAILING = (NOT_FIXED, CATALOG_WRONG, UNPROTECTED, PROBE_ERROR)
 ATTENTION = (EXPOSED, NOT_REPRODUCED, UNCHECKED)
 
 _QUIET_BARS: contextvars.ContextVar[bool] = contextvars.ContextVar("hf_genfix_doctor_quiet_bars", default=False)
-_BARS_LOCK = threading.Lock()
+_BARS_LOCK = reset_in_child(threading.Lock())  # a forked child starts with it free
 _BARS: dict[str, Any] = {"open": 0, "hook": None, "previous": None}  # quiet_progress blocks open, process-wide
 
 

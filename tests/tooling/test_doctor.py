@@ -199,7 +199,8 @@ def test_sweep_differential_prints_the_counts(make_registry, capsys):
                        registry=make_registry("fixed-here"))
     captured = capsys.readouterr()
     assert code == 0 and captured.err == ""
-    assert "differential (with vs without hf_genfix): 1 scenarios: 1 identical, 0 corrected, 0 same-exception, " \
+    # the one sweep scenario, and the two process-wide ones (a thread beside, a fork during activation)
+    assert "differential (with vs without hf_genfix): 3 scenarios: 3 identical, 0 corrected, 0 same-exception, " \
            "0 worse" in captured.out
 
 
