@@ -325,14 +325,12 @@ def _load_model(repo: Path, how: str) -> Any:
 
 
 def _checkpoint(write: Callable[[Path], Path]) -> Callable[[Path], Path]:
-    """A remote repo with weights: the model built from its config (seed 0, every patch off) saved beside it."""
+    """A remote repo with weights: the model built from its config (seed 0) saved beside it. Built as installed
+    (old remote code does not build upstream on 5.x); both runs load the same files."""
 
     def prepare(directory: Path) -> Path:
-        import hf_genfix
-
         repo = write(directory)
-        with hf_genfix.disabled():
-            _load_model(repo, "from_config").save_pretrained(repo)
+        _load_model(repo, "from_config").save_pretrained(repo)
         return repo
 
     return prepare
@@ -405,7 +403,8 @@ def _family(family: str) -> Callable[[Path], Path]:
 
 def remote_scenarios() -> list[SaveScenario]:
     """Remote-code repos: one written for the current API (plain, and with ``use_cache`` and a 4.x-style
-    ``rope_scaling`` in its ``config.json``), and the legacy families of ``oracles.legacy_models``."""
+    ``rope_scaling`` in its ``config.json``), the legacy families of ``oracles.legacy_models`` and its remote
+    MoE."""
     from .legacy_models import FAMILIES
 
     out = [
@@ -421,7 +420,17 @@ def remote_scenarios() -> list[SaveScenario]:
         out.append(config_scenario(family, _family(family)))
         out.append(config_scenario(family, _family(family), "deepcopy"))
         out.append(model_scenario(family, _family(family), "from_config"))
+        # from_pretrained: the loader's paths (init-buffers, init-weights, post-init, tied weights)
+        out.append(model_scenario(family, _family(family), "from_pretrained"))
+    # A remote MoE of DeepSeek-V2's layout (checkpoint conversions of the built-in deepseek_v2 type)
+    out.append(model_scenario("deepseek-v2-moe", _moe, "from_pretrained"))
     return out
+
+
+def _moe(directory: Path) -> Path:
+    from .legacy_models import write_moe_repo
+
+    return write_moe_repo(directory)
 
 
 def all_scenarios() -> list[SaveScenario]:
