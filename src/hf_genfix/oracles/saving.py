@@ -20,6 +20,7 @@ import pickle
 import shutil
 import tempfile
 import uuid
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
@@ -149,7 +150,9 @@ def differential_save(registry: Any, scenario: SaveScenario) -> dict[str, Any]:
     {"verdict", "detail", "upstream", "ours"}."""
     with tempfile.TemporaryDirectory(prefix="genfix_save_") as tmp:
         root = Path(tmp)
-        shared = scenario.prepare(root / "shared") if scenario.prepare else None
+        with warnings.catch_warnings():  # the shared inputs are built quietly, as observe() runs the scenario
+            warnings.simplefilter("ignore")
+            shared = scenario.prepare(root / "shared") if scenario.prepare else None
         observations = []
         for label, context in (("upstream", registry.disabled), ("ours", _nothing)):
             run = SaveRun(root / label, shared)
