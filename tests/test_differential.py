@@ -5,9 +5,10 @@ model) every scenario of ``hf-genfix doctor --sweep`` runs inside ``hf_genfix.di
 patches as a user gets them (every target module imported, as doctor has them), and
 ``hf_genfix.oracles.differential.compare`` judges the pair: where upstream passes its oracle hf_genfix's outputs
 are bitwise identical (sequences, scores, logits, the returned cache's length); where upstream is wrong or raises,
-hf_genfix passes the oracle or raises the same exception type. A ``worse`` pair fails the test; the counts are
-printed ("N scenarios: X identical, Y corrected, Z same-exception, 0 worse"). ``hf-genfix doctor --sweep
---differential`` runs the same comparison on every architecture of the release.
+hf_genfix passes the oracle or raises the same exception type. The save -> reload -> compare scenarios
+(``oracles.saving``: whole saved folders, byte for byte) are judged and counted with them. A ``worse`` pair fails
+the test; the counts are printed ("N scenarios: X identical, Y corrected, Z same-exception, 0 worse").
+``hf-genfix doctor --sweep --differential`` runs the same comparison on every architecture of the release.
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ def test_never_worse_than_upstream(capsys):
     assert pairs, "no scenario ran"
     worse = [f"{arch} / {name}: {d['detail']}" for (arch, name), d in pairs.items()
              if d["verdict"] == differential.WORSE]
+    # save -> reload -> compare (oracles.saving), counted in the same summary
+    assert out["saved"]["pairs"], "no save scenario ran"
+    worse += [f"{name}: {d['detail']}" for name, d in out["saved"]["pairs"].items()
+              if d["verdict"] == differential.WORSE]
     assert not worse, "hf_genfix is worse than upstream:\n" + "\n".join(worse)
 
 

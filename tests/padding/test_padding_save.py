@@ -54,7 +54,7 @@ def test_without_the_wrapper_the_choice_would_be_saved(tmp_path):
     tok(TEXTS, padding=True)
     from hf_genfix.fixes import pad_token
 
-    pad_token._assigned.pop(tok)  # as if pad-token had not marked the pad as its own
+    pad_token.forget(tok)  # as if pad-token had not marked the pad as its own
     tok.save_pretrained(tmp_path / "marked-off")
     saved = _files(tmp_path / "marked-off")
     assert {"tokenizer.json", "tokenizer_config.json"} <= {n for n in saved if saved[n] != upstream.get(n)}

@@ -254,3 +254,45 @@ def uses(cls: type, *whats: str) -> bool:
     """Whether the remote module of ``cls`` uses any of the ``REMOVED_API`` entries named ``whats``."""
     found = {what for what, _, _ in removed_api(cls)}
     return any(w in found for w in whats)
+
+
+# -- attributes remote configurations read but 5.x (or 4.56+) no longer gives them -------------------------------
+# A value a patch lends a remote configuration must not become an attribute: ``to_dict`` copies ``__dict__``, so
+# it would be written into the ``config.json`` that ``save_pretrained`` writes, where upstream writes nothing (and
+# a copy of the configuration would carry it as if the user had set it). It is served instead by a
+# ``PretrainedConfig.__getattr__``, which Python calls only when the ordinary lookup fails: nothing is stored,
+# nothing is saved, copies and pickles behave alike, and an attribute the user (or the remote code) sets is an
+# ordinary one, saved as upstream saves it. The first patch that needs it adds the one ``__getattr__``; each patch
+# registers the names it serves (while it is installed and not ``disabled()``).
+_FALLBACKS: dict[str, tuple[Any, Callable[[Any], Any]]] = {}
+
+
+def serve_config_attribute(patcher: Any, hook: str, name: str, getter: Callable[[Any], Any]) -> None:
+    """Serve ``name`` on remote-code configurations that lack it, as ``getter(config)`` (which raises
+    ``AttributeError`` where it has nothing to give). ``hook``: the manifest's ``"module:PretrainedConfig"``."""
+    from .._patcher import resolve
+
+    _, _, config_class = resolve(hook)
+    current = vars(config_class).get("__getattr__")
+    if current is None:
+        patcher.add(hook, "__getattr__", _config_getattr)
+    elif current is not _config_getattr:
+        from .._errors import Drift
+
+        raise Drift(f"{hook} has a __getattr__ of its own: cannot serve {name} there")
+    # The flag is this patch's own change (revert() takes it off with the patch), and what says it is installed.
+    patcher.add(hook, _served(name), True)
+    _FALLBACKS[name] = (patcher, getter)
+
+
+def _served(name: str) -> str:
+    return f"_hf_genfix_serves_{name}"
+
+
+def _config_getattr(self: Any, name: str) -> Any:
+    entry = _FALLBACKS.get(name)
+    if entry is not None and is_remote(type(self)) and getattr(type(self), _served(name), False):
+        patcher, getter = entry
+        if patcher.on():
+            return getter(self)
+    raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")

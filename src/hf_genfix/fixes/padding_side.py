@@ -21,11 +21,17 @@ passed ``padding_side=`` (or ``tokenizer_type=``, which chooses the class), and 
 ``tokenizer_config.json`` sets ``padding_side``: an explicit choice is kept on every release. Tokenizers whose
 class was honoured are untouched, so the patch changes nothing where 5.x agrees with 4.x.
 
-Saving. ``save_pretrained`` of such a tokenizer writes the generic class and no padding side, as upstream does,
-so a reload would find nothing to correct and give 'right' again. The patch does not write an extra key into
-the user's files; it remembers, for this process, which directories it saw a corrected tokenizer saved to (with
-the saved ``tokenizer_config.json``, so a directory overwritten since is not mistaken for it), and a reload from
-one of them gets the side the saved tokenizer had.
+Saving. ``save_pretrained`` of such a tokenizer writes the files upstream writes: the generic class, no padding
+side, and, where a padded call left its padding in the fast backend (which ``tokenizer.json`` records and a
+reload reads back as the side), upstream's direction, not the corrected one. The save runs on a copy for that;
+the caller's tokenizer keeps its side. So a reload elsewhere gets what upstream gives, and the correction is never
+written as if it were the repo's. In this process the patch remembers which directories it saw a corrected
+tokenizer saved to (with the saved ``tokenizer_config.json``, so a directory overwritten since is not mistaken
+for it), and a reload from one of them gets the side the saved tokenizer had.
+
+Who set it. The side is the patch's until anybody sets ``padding_side`` (the tokenizer's ``__setattr__`` is
+wrapped for that, as ``pad-token`` does for the pad token): from then on it is the user's, saved as upstream
+saves it.
 
 Training. The patch cannot tell a tokenizer loaded for training from one loaded for generation (it is the same
 call), and it does touch both, because the evidence says that is safe: it only ever restores the side 4.x gave
@@ -37,24 +43,24 @@ that want right padding (e.g. TRL's SFT collators) set it themselves, and an exp
 
 from __future__ import annotations
 
+import copy
 import logging
-import os
-import threading
 from typing import Any
 
-from ._tokenizer_load import repo_of, tokenizer_config
+from ._tokenizer_load import SavedDirectories, repo_of, setting_drops_mark, tokenizer_config
 from .. import _record
 
 FROM_PRETRAINED = "transformers.models.auto.tokenization_auto:AutoTokenizer.from_pretrained"
 SAVE_PRETRAINED = "transformers.tokenization_utils_base:PreTrainedTokenizerBase.save_pretrained"
+SETATTR = "transformers.tokenization_utils_base:PreTrainedTokenizerBase.__setattr__"
 
 # Tokenizers whose side this patch chose, and the directories they were saved to in this process:
 # realpath -> (padding side when saved, the tokenizer_config.json written).
-# A tokenizer whose side this patch chose carries this attribute: an attribute, not a set of objects, because
-# copies must carry it too (pad-token saves a deepcopy of the tokenizer, without the pad token it assigned).
+# A tokenizer whose side this patch chose carries this attribute, holding the side upstream gave it: an attribute,
+# not a set of objects, because copies and pickles must carry it too (pad-token saves a deepcopy of the
+# tokenizer, without the pad token it assigned).
 _MARK = "_hf_genfix_padding_side_chosen"
-_saved: dict[str, tuple[str, bytes]] = {}
-_saved_lock = threading.Lock()
+_saved = SavedDirectories()
 
 log = logging.getLogger("hf_genfix")
 
@@ -64,6 +70,7 @@ def install(patcher: Any) -> None:
     patcher.require("transformers.models.auto.tokenization_auto:tokenizer_class_from_name")
     patcher.wrap(FROM_PRETRAINED, _from_pretrained)
     patcher.wrap(SAVE_PRETRAINED, _save_pretrained)
+    patcher.wrap(SETATTR, setting_drops_mark(frozenset({"padding_side"}), _MARK))
 
 
 def _from_pretrained(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
@@ -80,8 +87,7 @@ def _from_pretrained(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> 
         log.debug("hf_genfix padding-side: could not decide for %r", repo, exc_info=True)
         return tokenizer
     side = getattr(named, "padding_side", None) if named is not None else saved
-    if side in ("left", "right"):
-        setattr(tokenizer, _MARK, True)
+    upstream_side = tokenizer.padding_side
     if side in ("left", "right") and side != tokenizer.padding_side:
         log.info(
             "hf_genfix padding-side: %s loaded as %s (padding side %r) although %s: using %r",
@@ -92,44 +98,40 @@ def _from_pretrained(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> 
         )
         tokenizer.padding_side = side
         if _record.on:
-            _record.changed("padding-side", "%s: padding side %r (the 4.x side of %s)", repo, side, named.__name__)
+            _record.changed("padding-side", "%s: padding side %r (the 4.x side of %s)", repo, side,
+                            getattr(named, "__name__", "the tokenizer saved there"))
+    if side in ("left", "right"):
+        vars(tokenizer)[_MARK] = upstream_side
     return tokenizer
 
 
 def _save_pretrained(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-    files = wrapped(*args, **kwargs)
-    if getattr(instance, _MARK, False):
+    upstream_side = vars(instance).get(_MARK) if instance is not None else None
+    padding = getattr(getattr(instance, "_tokenizer", None), "padding", None)
+    if (isinstance(padding, dict) and upstream_side in ("left", "right")
+            and str(padding.get("direction", "")).lower() not in ("", upstream_side)):
+        # tokenizer.json would record the corrected side as the repo's: save a copy padded as upstream's is.
         try:
-            directory = os.fspath(args[0] if args else kwargs["save_directory"])
-            config = _config_bytes(directory, kwargs.get("filename_prefix"))
-            if config is not None:
-                with _saved_lock:
-                    _saved[os.path.realpath(directory)] = (instance.padding_side, config)
+            clean = copy.deepcopy(instance)
+            clean._tokenizer.enable_padding(**{**padding, "direction": upstream_side})
+        except Exception:  # noqa: BLE001 - a tokenizer that cannot be copied is saved as it is
+            log.debug("hf_genfix padding-side: could not copy the tokenizer to save it", exc_info=True)
+        else:
+            return clean.save_pretrained(*args, **kwargs)
+    files = wrapped(*args, **kwargs)
+    if upstream_side is not None:
+        try:
+            _saved.remember(args, kwargs, instance.padding_side)
         except Exception:  # noqa: BLE001 - remembering must never fail the user's save
             log.debug("hf_genfix padding-side: could not remember a save", exc_info=True)
     return files
 
 
-def _config_bytes(directory: str, prefix: Any = None) -> bytes | None:
-    name = (prefix + "-" if prefix else "") + "tokenizer_config.json"
-    try:
-        with open(os.path.join(directory, name), "rb") as f:
-            return f.read()
-    except OSError:
-        return None
-
-
 def _saved_side(tokenizer: Any, repo: Any, kwargs: dict) -> str | None:
     """The side of the corrected tokenizer this process saved to ``repo``, if the repo still holds what was
-    saved and neither it nor the caller chose a side."""
-    if not isinstance(repo, (str, os.PathLike)) or "padding_side" in (getattr(tokenizer, "init_kwargs", None) or {}):
-        return None
-    directory = os.path.join(os.fspath(repo), kwargs.get("subfolder") or "")
-    with _saved_lock:
-        saved = _saved.get(os.path.realpath(directory))
-    if saved is None or _config_bytes(directory) != saved[1]:
-        return None
-    return saved[0]
+    saved. A side the reload reads from those files (the padding a padded call left in ``tokenizer.json``) is
+    upstream's, written by this patch's save, not a choice of the repo's."""
+    return _saved.recall(repo, kwargs)
 
 
 def _substituted_class(tokenizer: Any, repo: Any, kwargs: dict) -> type | None:

@@ -15,9 +15,12 @@ by then. The model part (``max_length`` and the other defaults during the model'
 Detection (``probe``): the tiny ChatGLM3-style remote repo must answer a plain forward (no ``use_cache``
 argument) like the no-cache reference, and generate like it.
 
-Correction. For remote-code configuration classes only: ``use_cache`` given in ``config.json`` stays an
-attribute (5.x's own save check exempts it), and the other generation parameters ``config.json`` gave are
-remembered for the model part.
+Correction. For remote-code configuration classes only: ``use_cache`` given in ``config.json`` is answered when
+the configuration lacks it, and the other generation parameters ``config.json`` gave are remembered for the model
+part. The value is served, not stored (``_remote_code.serve_config_attribute``), so ``save_pretrained`` writes
+the ``config.json`` upstream writes (no ``use_cache``), and a ``use_cache`` the user sets is theirs, saved as
+upstream saves it. A copy or pickle of the configuration answers the value ``config.json`` gave the first
+configuration of its class (the same repo's).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from ._remote_code import is_remote
+from ._remote_code import is_remote, serve_config_attribute
 
 CONFIG_INIT = "transformers.configuration_utils:PretrainedConfig.__init__"
 CONFIG_HOOK = "transformers.configuration_utils:PretrainedConfig"
@@ -43,6 +46,8 @@ GENERATION_DEFAULTS: dict[str, Any] = {
 
 # id(config) -> the generation parameters its config.json gave (configs are not hashable on 5.x).
 _GIVEN: dict[int, dict[str, Any]] = {}
+# remote configuration class -> the use_cache its first config.json gave (for copies, which have another id).
+_USE_CACHE_OF_CLASS: "weakref.WeakKeyDictionary[type, Any]" = weakref.WeakKeyDictionary()
 
 
 def given(config: Any) -> dict[str, Any]:
@@ -57,11 +62,21 @@ def install(patcher: Any) -> None:
         if instance is not None and kept and id(instance) not in _GIVEN:
             _GIVEN[id(instance)] = kept
             weakref.finalize(instance, _GIVEN.pop, id(instance), None)
-            if "use_cache" in kept and not hasattr(instance, "use_cache"):
-                instance.use_cache = kept["use_cache"]
+            if "use_cache" in kept:
+                _USE_CACHE_OF_CLASS.setdefault(type(instance), kept["use_cache"])
         return result
 
     patcher.wrap_subclasses(CONFIG_INIT, config_init, where=is_remote, hook=CONFIG_HOOK)
+    serve_config_attribute(patcher, CONFIG_HOOK, "use_cache", _use_cache)
+
+
+def _use_cache(config: Any) -> Any:
+    given_here = _GIVEN.get(id(config), {})
+    if "use_cache" in given_here:
+        return given_here["use_cache"]
+    if type(config) in _USE_CACHE_OF_CLASS:
+        return _USE_CACHE_OF_CLASS[type(config)]
+    raise AttributeError(f"'{type(config).__name__}' object has no attribute 'use_cache'")
 
 
 def probe() -> dict[str, Any]:

@@ -11,6 +11,13 @@ Correction. While a remote-code model's ``__init__`` runs, the generation parame
 present on it, with the value ``config.json`` gave (remembered by ``remote-code-config-defaults``) else the 4.57
 default, and removed afterwards, so that saving the configuration on 5.x (which refuses generation parameters in a
 model configuration) works as it does without hf_genfix.
+
+Saving. ``PreTrainedModel.__init__`` builds the model's generation configuration from the configuration while
+those values are lent to it, so it would carry them (``top_k`` 50, ``max_length`` 20, ``num_beams`` 1, ... 19 of
+them for a model written for 5.x) and ``save_pretrained`` would write them into ``generation_config.json``, where
+a reader without hf_genfix takes them for the author's choice. After ``__init__`` each lent value still there is
+replaced by what upstream's build gives for the configuration without it (and the generation configuration still
+counts as unmodified), so the saved folder is upstream's.
 """
 
 from __future__ import annotations
@@ -41,11 +48,28 @@ def install(patcher: Any) -> None:
             for name, value in added.items():
                 if vars(config).get(name, object()) is value:
                     object.__delattr__(config, name)
+            if added and instance is not None:
+                _as_upstream(instance, config, added)
 
     def remote(cls: type) -> bool:
         return is_remote(cls) and not _copied_on_load(cls)
 
     patcher.wrap_subclasses(MODEL_INIT, model_init, where=remote, hook=MODEL_HOOK)
+
+
+def _as_upstream(model: Any, config: Any, added: dict[str, Any]) -> None:
+    """Give the generation configuration ``__init__`` built from ``config`` (while it carried ``added``) the
+    values upstream builds without them, where it still holds what was lent."""
+    built = vars(model).get("generation_config")
+    if built is None:
+        return
+    unmodified = getattr(built, "_original_object_hash", None) == hash(built)
+    reference = type(built).from_model_config(config)
+    for name, value in added.items():
+        if getattr(built, name, None) == value:
+            setattr(built, name, getattr(reference, name, None))
+    if unmodified:
+        built._original_object_hash = hash(built)
 
 
 def probe() -> dict[str, Any]:

@@ -8,15 +8,17 @@ own way (ChatGLM3: ``num_layers``) and have no ``attribute_map``. From 4.56 ``ge
 
 Detection (``probe``): the tiny ChatGLM3-style remote repo must generate like its no-cache reference.
 
-Correction. A remote-code configuration without ``num_hidden_layers`` gets it after ``__init__`` from the first
-of ``num_layers``, ``n_layer``, ``n_layers`` it has (so it is also saved with the configuration).
+Correction. A remote-code configuration without ``num_hidden_layers`` answers it with the first of
+``num_layers``, ``n_layer``, ``n_layers`` it has. The value is served, not stored (``_remote_code.
+serve_config_attribute``): ``save_pretrained`` writes the ``config.json`` upstream writes, copies and pickles
+answer alike, and a ``num_hidden_layers`` the user sets is theirs, saved as upstream saves it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ._remote_code import is_remote
+from ._remote_code import serve_config_attribute
 
 CONFIG_INIT = "transformers.configuration_utils:PretrainedConfig.__init__"
 CONFIG_HOOK = "transformers.configuration_utils:PretrainedConfig"
@@ -24,17 +26,16 @@ ALIASES = ("num_layers", "n_layer", "n_layers")
 
 
 def install(patcher: Any) -> None:
-    def config_init(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-        result = wrapped(*args, **kwargs)
-        if instance is not None and not hasattr(instance, "num_hidden_layers"):
-            for alias in ALIASES:
-                value = getattr(instance, alias, None)
-                if isinstance(value, int):
-                    instance.num_hidden_layers = value
-                    break
-        return result
+    patcher.require(CONFIG_INIT)
+    serve_config_attribute(patcher, CONFIG_HOOK, "num_hidden_layers", _layers)
 
-    patcher.wrap_subclasses(CONFIG_INIT, config_init, where=is_remote, hook=CONFIG_HOOK)
+
+def _layers(config: Any) -> int:
+    for alias in ALIASES:
+        value = getattr(config, alias, None)
+        if isinstance(value, int):
+            return value
+    raise AttributeError(f"'{type(config).__name__}' object has no attribute 'num_hidden_layers'")
 
 
 def probe() -> dict[str, Any]:

@@ -22,7 +22,9 @@ the failures its defect produces on releases inside its ``affected`` range, on e
 model types the glob matches. New patches claim their scenarios there, without a change here.
 
 With ``differential=True`` (``doctor --sweep --differential``) every scenario also runs without hf_genfix and the
-pair is judged by ``differential.compare`` (identical / corrected / same-exception / ... / worse).
+pair is judged by ``differential.compare`` (identical / corrected / same-exception / ... / worse); with every
+scenario (no ``scenarios`` chosen) the save -> reload -> compare scenarios of ``oracles.saving`` (whole saved
+folders, byte for byte) are judged and counted with them.
 
 The scenario oracles are the families' own (``oracles.decode``, ``oracles.sliding``, ``oracles.generation``);
 only beam search, the multi-turn and the chunk-after-cache checks are written here.
@@ -654,6 +656,8 @@ def run_sweep(registry: Any = None, archs: Iterable[str] | None = None, scenario
         "known": findings[KNOWN],
         "unsupported": findings[UNSUPPORTED],
     }
+    if differential_all and scenarios is None:
+        _add_save_scenarios(registry, out, pairs, say)
     if differential_all:
         from . import concurrency
 
@@ -673,6 +677,24 @@ def run_sweep(registry: Any = None, archs: Iterable[str] | None = None, scenario
         counts = differential.tally(pairs)
         out["differential"] = {"counts": counts, "summary": differential.summary_line(counts)}
     return out
+
+
+def _add_save_scenarios(registry: Any, out: dict[str, Any], pairs: list[str], say: Callable[[str], None]) -> None:
+    """Save -> reload -> compare (``oracles.saving``: tokenizers, remote-code configurations and models, and their
+    copies): counted with the generation scenarios; a folder hf_genfix saves otherwise is a ``worse`` finding."""
+    from . import saving
+
+    start = time.perf_counter()
+    saved = saving.run_scenarios(registry)
+    out["saved"] = saved
+    for name, pair in saved["pairs"].items():
+        pairs.append(pair["verdict"])
+        if pair["verdict"] == differential.WORSE:
+            out["unknown"].append({"arch": "-", "scenario": name, "kind": "save", "verdict": WORSE, "step": None,
+                                   "row": None, "max_logit_diff": None, "message": pair["detail"],
+                                   "cause": f"hf_genfix: {pair['detail']}", "explained_by": None, "summary": "",
+                                   "catalog_wrong": False})
+    say(f"save -> reload -> compare: {saved['summary']} in {time.perf_counter() - start:.1f} s")
 
 
 def _unsupported_pair(pair: dict[str, Any]) -> str:
@@ -718,6 +740,8 @@ def render_text(sweep: dict[str, Any]) -> str:
                        "unpadded row).")
     if sweep.get("differential"):
         lines.append(f"differential (with vs without hf_genfix): {sweep['differential']['summary']}")
+    if sweep.get("saved"):
+        lines.append(f"  of which saved folders (save -> reload -> compare): {sweep['saved']['summary']}")
     worse = sum(1 for f in sweep["unknown"] if f["verdict"] == WORSE)
     new = len(sweep["unknown"]) - worse
     wrong = [f for f in sweep.get("known", []) if f.get("catalog_wrong")]
