@@ -83,9 +83,7 @@ def test_every_lock_of_hf_genfix_is_registered_for_fork():
                 nxt = path.read_text().splitlines()[number:number + 3]
                 if not any("hold_across_fork" in n or "hold_across_fork" in line for n in nxt):
                     bare.append(f"{path.relative_to(root)}:{number}: {line.strip()}")
-    # pad_token / padding_side are reworked under issue 23 sections 1 and 4 (another change); listed until then.
-    allowed = {"fixes/pad_token.py", "fixes/padding_side.py"}
-    assert [b for b in bare if b.split(":")[0] not in allowed] == []
+    assert bare == []
 
 
 def test_names_served_to_remote_code_are_invisible_to_other_threads():

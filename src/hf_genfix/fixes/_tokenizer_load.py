@@ -15,6 +15,8 @@ import os
 import threading
 from typing import Any, Callable, Mapping
 
+from .._fork import reset_in_child
+
 # from_pretrained keywords that say where the repo's files are; everything else is for the tokenizer.
 _LOCATION_KEYS = ("cache_dir", "revision", "subfolder", "token", "use_auth_token", "_commit_hash")
 
@@ -87,7 +89,7 @@ class SavedDirectories:
 
     def __init__(self) -> None:
         self._saved: dict[str, tuple[Any, bytes]] = {}
-        self._lock = threading.Lock()
+        self._lock = reset_in_child(threading.Lock())
 
     def remember(self, args: tuple, kwargs: Mapping[str, Any], value: Any) -> None:
         """Record the directory of a ``save_pretrained(*args, **kwargs)`` call that has just returned."""

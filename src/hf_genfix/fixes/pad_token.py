@@ -48,6 +48,7 @@ from typing import Any
 
 from ._tokenizer_load import SavedDirectories, is_decoder_only, model_config, repo_of, setting_drops_mark
 from .. import _record
+from .._fork import reset_in_child
 
 FROM_PRETRAINED = "transformers.models.auto.tokenization_auto:AutoTokenizer.from_pretrained"
 SAVE = "transformers.tokenization_utils_base:PreTrainedTokenizerBase.save_pretrained"
@@ -63,7 +64,7 @@ _PAD_KEYS = frozenset({"pad_token", "pad_token_id"})
 # Directories a tokenizer whose pad this patch chose was saved to (its files have no pad token).
 _saved = SavedDirectories()
 _told: set[str] = set()
-_lock = threading.Lock()
+_lock = reset_in_child(threading.Lock())
 
 
 def install(patcher: Any) -> None:
