@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import re
+
 import pytest
 
 pytest.importorskip("transformers")  # the registry gates on the installed transformers version
@@ -199,9 +201,12 @@ def test_sweep_differential_prints_the_counts(make_registry, capsys):
                        registry=make_registry("fixed-here"))
     captured = capsys.readouterr()
     assert code == 0 and captured.err == ""
-    # the one sweep scenario, and the two process-wide ones (a thread beside, a fork during activation)
-    assert "differential (with vs without hf_genfix): 3 scenarios: 3 identical, 0 corrected, 0 same-exception, " \
-           "0 worse" in captured.out
+    # the one sweep scenario, and the two process-wide ones (a thread beside, a fork during activation); on 4.x
+    # the thread scenario cannot run (upstream's own from_pretrained is not thread-safe there)
+    found = re.search(r"differential \(with vs without hf_genfix\): (\d+) scenarios: (\d+) identical, 0 corrected, "
+                      r"0 same-exception, 0 worse(?: \((\d+) more cannot run here\))?", captured.out)
+    assert found, captured.out
+    assert found[1] == found[2] and int(found[1]) + int(found[3] or 0) == 3
 
 
 def test_unknown_patch_is_a_usage_error_exit_2(make_registry, capsys):
