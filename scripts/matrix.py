@@ -547,15 +547,16 @@ def range_verdicts(manifests: Sequence[Any], new: Mapping[str, Any]) -> list[str
         if seen is None:
             continue
         inside, without = in_range(m.affected, nv), seen["without"]
-        fixed = (m.fixed_upstream or {}).get("version")
+        base = Version(Version(nv).base_version) if _VERSION.match(nv) else None
+        fixed = [v for v in m.fixed_versions if base is not None and base >= Version(v)]
         if without == "defect" and inside:
             out.append(f"`{m.id}`: still present on {nv} (inside {m.affected})")
         elif without == "defect":
             out.append(f"`{m.id}`: present on {nv}, outside {m.affected}: EXTEND the range to {nv}")
         elif without == "pass" and inside:
             out.append(f"`{m.id}`: no defect on {nv}: upstream fixed? CLOSE the range (<{nv})")
-        elif without == "pass" and fixed and Version(Version(nv).base_version) >= Version(fixed):
-            out.append(f"`{m.id}`: upstream fixed ({fixed}) — matches the manifest")
+        elif without == "pass" and fixed:
+            out.append(f"`{m.id}`: upstream fixed ({fixed[-1]}) — matches the manifest")
         elif without == "pass":
             out.append(f"`{m.id}`: not affected — matches the manifest")
         else:
