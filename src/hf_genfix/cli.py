@@ -1,4 +1,4 @@
-"""``hf-genfix`` / ``python -m hf_genfix``: list | doctor | run.
+"""``hf-genfix`` / ``python -m hf_genfix``: list | doctor | run | upgrade-check.
 
 Exit status: 0 success; 1 ``doctor`` found a failing patch (or a new defect with ``--sweep``); 2 a usage error or
 a bad ``HF_GENFIX*`` environment (one line on stderr naming the variable, its value, the accepted values and the
@@ -28,6 +28,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("doctor", help="run every patch's probe on this install", add_help=False)
     sub.add_parser("run", help="run a program with hf_genfix activated: hf-genfix run -- python app.py",
                    add_help=False)
+    sub.add_parser("upgrade-check", add_help=False,
+                   help="what changes for your models and tests with another transformers release: "
+                        "hf-genfix upgrade-check 5.24.0 --model ./my-model -- pytest tests/")
     problems = environment_problems()
     if problems:
         sys.stderr.write(one_line(problems[0]) + "\n")
@@ -35,9 +38,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if argv[:1] == ["list"]:
                 print_variables(problems, as_json="--json" in argv)
             return 2
-    if argv and argv[0] in ("doctor", "run"):
+    if argv and argv[0] in ("doctor", "run", "upgrade-check"):
         # Their own parsers own their arguments (run passes everything after it to the program).
-        module = {"doctor": "hf_genfix.doctor", "run": "hf_genfix.runner"}[argv[0]]
+        module = {"doctor": "hf_genfix.doctor", "run": "hf_genfix.runner",
+                  "upgrade-check": "hf_genfix.upgrade"}[argv[0]]
         return int(importlib.import_module(module).main(argv[1:]) or 0)
     args = parser.parse_args(argv)
     return cmd_list(args.json)
