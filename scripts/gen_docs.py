@@ -174,6 +174,7 @@ def api() -> str:
 
     for title, text in (("hf-genfix --help", _help(["--help"])), ("hf-genfix list --help", _help(["list", "--help"])),
                         ("hf-genfix doctor --help", _help(["doctor", "--help"])),
+                        ("hf-genfix upgrade-check --help", _help(["upgrade-check", "--help"])),
                         ("hf-genfix run --help", runner.USAGE.rstrip())):
         lines += [f"### `{title}`", "", "```text", text, "```", ""]
     lines += ["### Doctor verdicts", "", textwrap.dedent(_doc(_module_ast("hf_genfix.doctor"))), ""]

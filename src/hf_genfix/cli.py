@@ -2,7 +2,8 @@
 
 Exit status: 0 success; 1 ``doctor`` found a failing patch (or a new defect with ``--sweep``); 2 a usage error or
 a bad ``HF_GENFIX*`` environment (one line on stderr naming the variable, its value, the accepted values and the
-closest name); ``run`` returns the program's own status (127 / 126 when the program cannot be started).
+closest name); ``run`` returns the program's own status (127 / 126 when the program cannot be started);
+``upgrade-check`` exits 1 when something unexplained changes on the candidate release (``docs/upgrading.md``).
 """
 
 from __future__ import annotations

@@ -458,7 +458,7 @@ def read_junit(xml: Path) -> dict[str, str]:
     return out
 
 
-def test_regressions(now: Mapping[str, str], there: Mapping[str, str]) -> list[str]:
+def regressions(now: Mapping[str, str], there: Mapping[str, str]) -> list[str]:
     """Tests that pass now and fail (or error, or are missing) on the candidate."""
     return sorted(t for t, outcome in now.items() if outcome == "passed" and there.get(t, "missing")
                   in ("failed", "error", "missing"))
@@ -555,6 +555,7 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str] | Non
             raise UsageError("after --, give `pytest ARGS` (your test suite)")
         pytest_args = rest
     parser = argparse.ArgumentParser(prog="hf-genfix upgrade-check", description=__doc__,
+                                     usage="%(prog)s X.Y.Z [--model PATH ...] [options] [-- pytest ARGS]",
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("version", help="the transformers release to check, e.g. 5.24.0")
     parser.add_argument("--model", action="append", default=[], metavar="PATH",
@@ -681,7 +682,7 @@ def check(version: str, models: Sequence[str] = (), trust_remote_code: bool = Fa
             there_t = pool.submit(run_pytest, python, pytest_args, work / "there.xml")
             tests_now, tests_there = now_t.result(), there_t.result()
             result["tests"] = {"now": tests_now, "there": tests_there,
-                               "regressions": test_regressions(tests_now, tests_there)}
+                               "regressions": regressions(tests_now, tests_there)}
     result["summary"] = summarize(result["to"], current, result["patches"], result["models"], result["tests"])
     result["seconds"] = round(time.monotonic() - start, 1)
     say(f"done in {result['seconds']:.0f} s")
