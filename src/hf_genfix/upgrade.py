@@ -399,9 +399,10 @@ def compare_scenario(now: Mapping[str, Any] | None, there: Mapping[str, Any] | N
 
 
 def explain(scenario: str, states_now: Mapping[str, str], states_there: Mapping[str, str],
-            families: Mapping[str, str]) -> list[str]:
+            families: Mapping[str, str], seen: Iterable[str] = ()) -> list[str]:
     """The patches that can account for a difference in ``scenario``: their state differs between the two runs
-    (one release installs it, the other does not) and their family is one the scenario exercises."""
+    (one release installs it, the other does not) and their family is one the scenario exercises. Where some of
+    them were called in the scenario (or while the model loaded), on either release, only those."""
     from .upgrade_scenarios import SCENARIOS
 
     wanted = SCENARIOS.get(scenario, ("", ()))[1]
@@ -410,7 +411,8 @@ def explain(scenario: str, states_now: Mapping[str, str], states_there: Mapping[
         a, b = states_now.get(pid), states_there.get(pid)
         if (a in INSTALLED) != (b in INSTALLED) and families.get(pid) in wanted:
             out.append(pid)
-    return out
+    used = [pid for pid in out if pid in set(seen)]
+    return used or out
 
 
 def compare_models(results: Mapping[str, Mapping[str, Any]], families: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -429,9 +431,16 @@ def compare_models(results: Mapping[str, Mapping[str, Any]], families: Mapping[s
                    "with": compare_scenario(get("now-on"), get("there-on")),
                    "without": compare_scenario(get("now-off"), get("there-off"))}
             row["explained_by"] = []
-            if row["with"]["result"] in ("differs", "fails"):
-                row["explained_by"] = explain(name, states_now, states_there, families)
-            row["unexplained"] = row["with"]["result"] in ("differs", "fails") and not row["explained_by"]
+            seen = set()
+            for run in ("now-on", "there-on"):
+                seen |= set(runs[run].get("load_patches_seen", []))
+                seen |= set((runs[run].get("scenarios", {}).get(name) or {}).get("patches_seen", []))
+            changed = row["with"]["result"] in ("differs", "fails")
+            if changed:
+                row["explained_by"] = explain(name, states_now, states_there, families, seen)
+            # Failing now and working on the candidate is an improvement to know about, not a risk.
+            improves = row["with"]["result"] == "fails" and row["with"]["side"] == "now"
+            row["unexplained"] = changed and not improves and not row["explained_by"]
             rows.append(row)
     return rows
 
@@ -537,7 +546,9 @@ def _describe(c: Mapping[str, Any]) -> str:
         return f"differs from step {c['first_step']} (max score difference {c['max_logit_diff']:.3g} up to it)"
     if c["result"] == "fails":
         return f"fails on the {'candidate' if c['side'] == 'there' else 'current release'}: {c['error']}"
-    return f"fails on both: {c['there']}"
+    if c["now"] == c["there"]:
+        return f"fails on both: {c['there']}"
+    return f"fails on both: now {c['now']}; there {c['there']}"
 
 
 # -- the command ------------------------------------------------------------------------------------------------

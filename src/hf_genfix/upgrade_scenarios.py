@@ -54,7 +54,9 @@ def run(path: str, trust_remote_code: bool = False) -> dict[str, Any]:
         p, trust_remote_code=trust_remote_code).float().eval()
     out: dict[str, Any] = {"transformers": transformers.__version__, "model": path, "scenarios": {}}
     try:
-        model = load(path)
+        with _seen() as seen:
+            model = load(path)
+        out["load_patches_seen"] = seen()
     except Exception as exc:  # noqa: BLE001 - reported, the parent compares it
         out["error"] = _error(exc)
         return out
@@ -97,17 +99,37 @@ def run(path: str, trust_remote_code: bool = False) -> dict[str, Any]:
         "save-reload": save_reload,
     }
     for name, case in cases.items():
-        try:
-            with torch.no_grad():
-                result = case()
-            out["scenarios"][name] = {
-                "tokens": result.sequences.tolist(),
-                "scores": [s.float().tolist() for s in (result.scores or ())],
-            }
-        except Exception as exc:  # noqa: BLE001 - a failing scenario is a result
-            out["scenarios"][name] = {"error": _error(exc)}
+        with _seen() as seen:
+            try:
+                with torch.no_grad():
+                    result = case()
+                out["scenarios"][name] = {
+                    "tokens": result.sequences.tolist(),
+                    "scores": [s.float().tolist() for s in (result.scores or ())],
+                }
+            except Exception as exc:  # noqa: BLE001 - a failing scenario is a result
+                out["scenarios"][name] = {"error": _error(exc)}
+        out["scenarios"][name]["patches_seen"] = seen()
     out["patches"] = _patch_states()
     return out
+
+
+class _seen:
+    """``with _seen() as seen: ...; seen()``: the patches whose wrappers were called inside the block (empty
+    without hf_genfix); the parent prefers them when it looks for the patch that accounts for a difference."""
+
+    def __enter__(self) -> Callable[[], list[str]]:
+        self._rec = None
+        if "hf_genfix" in sys.modules:
+            import hf_genfix
+
+            self._cm = hf_genfix.recording()
+            self._rec = self._cm.__enter__()
+        return lambda: sorted(pid for pid, (calls, _) in self._rec.counts.items() if calls) if self._rec else []
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._rec is not None:
+            self._cm.__exit__(*exc)
 
 
 def _patch_states() -> dict[str, str]:

@@ -237,3 +237,40 @@ def test_upgrade_check_of_a_real_release_agrees_with_running_it_by_hand(tmp_path
             verdict = rows[name][column]
             assert same == (verdict["result"] == "identical" or verdict.get("tokens_identical", False)), \
                 (name, column, verdict, by_hand)
+
+
+def test_hf_genfix_reaches_the_environment_as_it_is_installed_here(tmp_path, monkeypatch):
+    """A wheel install (manifests in hf_genfix/_patches) is linked; a source checkout (manifests in patches/ next
+    to src/) is put on the path, so that its manifests are found; both register the pytest plugin."""
+    wheel = tmp_path / "site"
+    (wheel / "hf_genfix" / "_patches").mkdir(parents=True)
+    (wheel / "hf_genfix_pytest").mkdir()
+    monkeypatch.setattr(upgrade, "_package_roots", lambda: (wheel / "hf_genfix", wheel / "hf_genfix_pytest"))
+    links = tmp_path / "links-wheel"
+    links.mkdir()
+    assert upgrade._link_hf_genfix(tmp_path, links) == []
+    assert (links / "hf_genfix").resolve() == wheel / "hf_genfix"
+    assert (links / "hf_genfix_pytest").resolve() == wheel / "hf_genfix_pytest"
+    info = next(links.glob("hf_genfix-*.dist-info"))
+    assert "hf_genfix = hf_genfix_pytest" in (info / "entry_points.txt").read_text()
+
+    source = tmp_path / "checkout" / "src"
+    (source / "hf_genfix").mkdir(parents=True)
+    monkeypatch.setattr(upgrade, "_package_roots", lambda: (source / "hf_genfix", source / "hf_genfix_pytest"))
+    links = tmp_path / "links-source"
+    links.mkdir()
+    assert upgrade._link_hf_genfix(tmp_path, links) == [str(source)]
+    assert not (links / "hf_genfix").exists()
+
+
+def test_patches_called_in_the_scenario_are_preferred_and_failing_now_only_is_no_risk():
+    families = {"right-padding": "padding", "pad-token": "padding"}
+    runs = _model_runs({"greedy-batch-right": _run([[1, 2, 4]], [[[0.0]]])},
+                       {"right-padding": "applied", "pad-token": "applied"},
+                       {"right-padding": "not-needed", "pad-token": "not-needed"})
+    runs["now-on"]["scenarios"]["greedy-batch-right"] = dict(runs["now-on"]["scenarios"]["greedy-batch-right"],
+                                                             patches_seen=["right-padding"])
+    runs["now-on"]["scenarios"]["save-reload"] = {"error": "OSError: x"}
+    rows = {r["scenario"]: r for r in upgrade.compare_models({"m": runs}, families)}
+    assert rows["greedy-batch-right"]["explained_by"] == ["right-padding"]
+    assert rows["save-reload"]["with"]["side"] == "now" and not rows["save-reload"]["unexplained"]
