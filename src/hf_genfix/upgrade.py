@@ -261,7 +261,8 @@ def fingerprint() -> str:
     h = hashlib.sha256()
     for root in (package, Path(manifest_dir())):
         for path in sorted(root.rglob("*")):
-            if path.suffix in (".py", ".toml") and "__pycache__" not in path.parts:
+            if path.suffix in (".py", ".toml") and "__pycache__" not in path.parts and \
+                    path.name not in ("upgrade.py", "upgrade_scenarios.py"):  # doctor runs neither
                 st = path.stat()
                 h.update(f"{path.relative_to(root)}|{st.st_size}|{st.st_mtime_ns}\n".encode())
     return h.hexdigest()[:12]
@@ -435,12 +436,12 @@ def compare_models(results: Mapping[str, Mapping[str, Any]], families: Mapping[s
             for run in ("now-on", "there-on"):
                 seen |= set(runs[run].get("load_patches_seen", []))
                 seen |= set((runs[run].get("scenarios", {}).get(name) or {}).get("patches_seen", []))
-            changed = row["with"]["result"] in ("differs", "fails")
+            # Failing now and working on the candidate is an improvement to know about, not a risk.
+            row["improves"] = row["with"]["result"] == "fails" and row["with"]["side"] == "now"
+            changed = row["with"]["result"] in ("differs", "fails") and not row["improves"]
             if changed:
                 row["explained_by"] = explain(name, states_now, states_there, families, seen)
-            # Failing now and working on the candidate is an improvement to know about, not a risk.
-            improves = row["with"]["result"] == "fails" and row["with"]["side"] == "now"
-            row["unexplained"] = changed and not improves and not row["explained_by"]
+            row["unexplained"] = changed and not row["explained_by"]
             rows.append(row)
     return rows
 
@@ -486,14 +487,16 @@ def summarize(version: str, current: str, patches: Sequence[Mapping[str, Any]],
         lines.append(f"  hf_genfix on {version}: " + "; ".join(f"{p['id']}: {p['change']}" for p in odd))
     if models is not None:
         same = sum(1 for m in models if m["with"]["result"] == "identical")
-        differ = [m for m in models if m["with"]["result"] in ("differs", "fails")]
+        improves = sum(1 for m in models if m.get("improves"))
+        differ = [m for m in models if m["with"]["result"] in ("differs", "fails") and not m.get("improves")]
         both = sum(1 for m in models if m["with"]["result"] == "fails on both")
         unexplained = [m for m in differ if m["unexplained"]]
         s.update(scenarios=len(models), identical=same, differ=len(differ), unexplained=len(unexplained),
-                 fail_on_both=both)
+                 fail_on_both=both, work_only_there=improves)
         how = ("all explained by patches whose state changes" if differ and not unexplained
                else f"{len(unexplained)} unexplained" if differ else "none unexplained")
         lines.append(f"your models: {same} of {len(models)} scenarios identical, {len(differ)} differ ({how})"
+                     + (f", {improves} fail now and work there" if improves else "")
                      + (f", {both} fail on both releases" if both else ""))
     if tests is not None:
         s.update(regressions=tests["regressions"], tests_now=len(tests["now"]), tests_there=len(tests["there"]))
@@ -606,7 +609,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
     try:
-        result = check(args.version, models=[str(Path(m).resolve()) for m in args.model],
+        result = check(args.version, models=args.model,
                        trust_remote_code=args.trust_remote_code, pytest_args=pytest_args, sweep=args.sweep,
                        cache=cache_root(args.cache_dir), rebuild=args.rebuild, links=args.link,
                        jobs=args.jobs)
@@ -681,8 +684,8 @@ def check(version: str, models: Sequence[str] = (), trust_remote_code: bool = Fa
                 for label, py in (("now", sys.executable), ("there", python)):
                     for genfix in (True, False):
                         key = f"{label}-{'on' if genfix else 'off'}"
-                        futures[key] = pool.submit(run_scenarios, py, model, work / f"m{i}-{key}.json", genfix,
-                                                   trust_remote_code)
+                        futures[key] = pool.submit(run_scenarios, py, str(Path(model).resolve()),
+                                                   work / f"m{i}-{key}.json", genfix, trust_remote_code)
                 runs[model] = {key: f.result() for key, f in futures.items()}
             result["models"] = compare_models(runs, families)
             result["model_errors"] = {m: {k: r["error"] for k, r in v.items() if "error" in r}

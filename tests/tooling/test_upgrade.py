@@ -274,3 +274,6 @@ def test_patches_called_in_the_scenario_are_preferred_and_failing_now_only_is_no
     rows = {r["scenario"]: r for r in upgrade.compare_models({"m": runs}, families)}
     assert rows["greedy-batch-right"]["explained_by"] == ["right-padding"]
     assert rows["save-reload"]["with"]["side"] == "now" and not rows["save-reload"]["unexplained"]
+    summary = upgrade.summarize("5.24.0", "4.57.6", [], list(rows.values()), None)
+    assert "1 differ (all explained by patches whose state changes), 1 fail now and work there" in \
+        summary["lines"][1] and not summary["unsafe"]
