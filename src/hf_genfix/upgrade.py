@@ -393,7 +393,9 @@ def compare_scenario(now: Mapping[str, Any] | None, there: Mapping[str, Any] | N
                     break
     upto = len(now.get("scores") or []) if first is None else first + 1
     diff = _max_diff(now.get("scores", [])[:upto], there.get("scores", [])[:upto])
-    if first is None and diff <= LOGIT_TOL:
+    if not math.isfinite(diff):
+        diff = None  # the scores differ in shape or in where they are infinite: no number says how much (JSON)
+    if first is None and diff is not None and diff <= LOGIT_TOL:
         return {"result": "identical", "max_logit_diff": diff}
     return {"result": "differs", "first_step": first, "max_logit_diff": diff,
             "tokens_identical": first is None}
@@ -544,9 +546,10 @@ def _describe(c: Mapping[str, Any]) -> str:
     if c["result"] == "identical":
         return "identical"
     if c["result"] == "differs":
+        by = "an incomparable amount" if c["max_logit_diff"] is None else f"{c['max_logit_diff']:.3g}"
         if c.get("tokens_identical"):
-            return f"same tokens, scores differ by {c['max_logit_diff']:.3g}"
-        return f"differs from step {c['first_step']} (max score difference {c['max_logit_diff']:.3g} up to it)"
+            return f"same tokens, scores differ by {by}"
+        return f"differs from step {c['first_step']} (max score difference {by} up to it)"
     if c["result"] == "fails":
         return f"fails on the {'candidate' if c['side'] == 'there' else 'current release'}: {c['error']}"
     if c["now"] == c["there"]:
@@ -617,7 +620,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"hf-genfix upgrade-check: {exc}\n")
         return 2
     if args.json:
-        json.dump(result, sys.stdout, indent=2)
+        json.dump(result, sys.stdout, indent=2, allow_nan=False)
         sys.stdout.write("\n")
     else:
         print(render(result, args.verbose))

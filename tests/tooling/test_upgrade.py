@@ -75,6 +75,9 @@ def test_scenarios_are_identical_differ_or_fail():
         "identical"  # below LOGIT_TOL: the same computation, reordered
     inf = _run([[1, 2, 3, 4]], [[[float("-inf"), 1.0]], [[0.5, 0.2]]])
     assert upgrade.compare_scenario(inf, json.loads(json.dumps(inf)))["result"] == "identical"
+    shapes = upgrade.compare_scenario(a, _run([[1, 2, 3, 4]], [[[0.0, 1.0]]]))
+    assert shapes["result"] == "differs" and shapes["max_logit_diff"] is None  # JSON has no infinity
+    assert "incomparable" in upgrade._describe(shapes)
     fails = upgrade.compare_scenario(a, {"error": "ValueError: x"})
     assert fails == {"result": "fails", "side": "there", "error": "ValueError: x"}
     assert upgrade.compare_scenario({"error": "e"}, {"error": "f"})["result"] == "fails on both"
