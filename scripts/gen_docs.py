@@ -29,9 +29,9 @@ def table() -> str:
     rows = ["| id | family | affected transformers | fixed upstream | toggle | what it fixes |",
             "|---|---|---|---|---|---|"]
     for m in sorted(load_dir(ROOT / "patches"), key=lambda m: (m.family, m.id)):
-        fixed = m.fixed_upstream.get("version", "not yet")
-        ref = m.fixed_upstream.get("ref")
-        fixed = f"{fixed} ({ref})" if ref else fixed
+        fixed = ", ".join(m.fixed_versions) or "not yet"
+        notes = "; ".join(m.fixed_upstream[k] for k in ("reason", "ref") if k in m.fixed_upstream)
+        fixed = f"{fixed} ({notes})" if notes else fixed
         rows.append(f"| `{m.id}` | {m.family} | `{m.affected}` | {fixed} | `{env_name(m.id)}` | {m.summary} |")
     return "\n".join(rows)
 
@@ -179,6 +179,7 @@ def api() -> str:
 
     for title, text in (("hf-genfix --help", _help(["--help"])), ("hf-genfix list --help", _help(["list", "--help"])),
                         ("hf-genfix doctor --help", _help(["doctor", "--help"])),
+                        ("hf-genfix upgrade-check --help", _help(["upgrade-check", "--help"])),
                         ("hf-genfix run --help", runner.USAGE.rstrip())):
         lines += [f"### `{title}`", "", "```text", text, "```", ""]
     lines += ["### Doctor verdicts", "", textwrap.dedent(_doc(_module_ast("hf_genfix.doctor"))), ""]

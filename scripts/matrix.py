@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The transformers version matrix: the release list, the compat report, the upgrade check, the CI workflow.
+"""The transformers version matrix: the release list, the compat report, release-to-release diffs, the CI workflow.
 
 The list of releases is derived from the manifests: for every boundary of every ``affected`` range, the last
 release before it and the first release at or after it (found by walking the published releases in
@@ -14,10 +14,10 @@ writes it into tox.ini's ``env_list``, the CI workflow, the verified range hf_ge
     python scripts/matrix.py run tf-5.12.0             # one env: doctor, and the test suite on the suite releases
     python scripts/matrix.py all [-p 2]                # tox p over every env, then the report; prints the total time
     python scripts/matrix.py install tf-5.12.0         # pip install transformers==5.12.0 into this python
+                                                       # (`newest`: the newest release of the matrix)
     python scripts/matrix.py doctor tf-5.12.0          # hf-genfix doctor -> tox-results/tf-5.12.0.json
     python scripts/matrix.py report                    # tox-results/*.json -> docs/compat-matrix.{md,json}; exit 1 on
                                                        # a range that disagrees with what was observed
-    python scripts/matrix.py upgrade-check 5.25.0      # install it, run doctor --sweep, diff vs the newest release
     python scripts/matrix.py workflow [--check]        # (re)write .github/workflows/matrix.yml from the list
     python scripts/matrix.py ci-envs                   # the oldest, middle and newest suite envs, for .ci/run
 
@@ -246,7 +246,7 @@ def install(spec: str, torch_dir: Path | None = None, torch_spec: str | None = N
         code = shared_torch(Path(torch_dir), torch_spec if torch_spec is not None else TORCH_DEFAULT)
         if code:
             return code
-    req = requirement(spec)
+    req = requirement(max(releases(), key=release_key) if spec == "newest" else spec)
     print(f"matrix: pip install {req}", flush=True)
     return subprocess.call([sys.executable, "-m", "pip", "install", "--quiet", req])
 
@@ -534,7 +534,7 @@ def run_all(parallel: int = 2, tox_ini: Path = TOX_INI) -> int:
     return code or rep
 
 
-# -- the upgrade check ------------------------------------------------------------------------------------------
+# -- release-to-release diffs (the matrix's own; a user's upgrade check is `hf-genfix upgrade-check`) -----------
 def changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     """What differs between two digests (an older release's and a candidate's), one line per change."""
     out: list[str] = []
@@ -589,15 +589,16 @@ def range_verdicts(manifests: Sequence[Any], new: Mapping[str, Any]) -> list[str
         if seen is None:
             continue
         inside, without = in_range(m.affected, nv), seen["without"]
-        fixed = (m.fixed_upstream or {}).get("version")
+        base = Version(Version(nv).base_version) if _VERSION.match(nv) else None
+        fixed = [v for v in m.fixed_versions if base is not None and base >= Version(v)]
         if without == "defect" and inside:
             out.append(f"`{m.id}`: still present on {nv} (inside {m.affected})")
         elif without == "defect":
             out.append(f"`{m.id}`: present on {nv}, outside {m.affected}: EXTEND the range to {nv}")
         elif without == "pass" and inside:
             out.append(f"`{m.id}`: no defect on {nv}: upstream fixed? CLOSE the range (<{nv})")
-        elif without == "pass" and fixed and Version(Version(nv).base_version) >= Version(fixed):
-            out.append(f"`{m.id}`: upstream fixed ({fixed}) — matches the manifest")
+        elif without == "pass" and fixed:
+            out.append(f"`{m.id}`: upstream fixed ({fixed[-1]}) — matches the manifest")
         elif without == "pass":
             out.append(f"`{m.id}`: not affected — matches the manifest")
         else:
@@ -624,35 +625,6 @@ def baseline(results: Path = RESULTS, data: Path = MATRIX_JSON, tox_ini: Path = 
     if newest not in recorded["results"]:
         raise SystemExit(f"matrix: no result for the newest release {newest}: run tox -e {ENV_PREFIX}{newest}")
     return recorded["results"][newest]
-
-
-def upgrade_check(spec: str, results: Path = RESULTS, sweep: bool = True, torch_dir: Path | None = None) -> int:
-    if install(spec, torch_dir, os.environ.get("GENFIX_TORCH")) != 0:
-        print(f"matrix: could not install {requirement(spec)} (is it released on your package index?)")
-        return 2
-    out = Path(results) / f"upgrade-{re.sub(r'[^A-Za-z0-9.]+', '_', spec)}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "hf_genfix", "doctor", "--output", str(out)] + (["--sweep"] if sweep else [])
-    subprocess.call(cmd)
-    if not out.exists():
-        print("matrix: doctor wrote no report")
-        return 2
-    new = digest(json.loads(out.read_text(encoding="utf-8")))
-    old = baseline(results)
-    found = changes(old, new)
-    print(f"\nupgrade check: transformers {old['transformers']} (newest in the matrix) -> {new['transformers']}")
-    for line in found or ["no changes"]:
-        print(f"  {line}")
-    verdicts = range_verdicts(_manifests(), new)
-    print(f"\nranges on {new['transformers']}:")
-    for line in verdicts:
-        print(f"  {line}")
-    if "sweep_unknown" not in old:
-        print(f"  (no sweep recorded for {old['transformers']}: every unknown defect above is listed as new)")
-    catalog_ok = json.loads(out.read_text(encoding="utf-8"))["ok"]
-    alarming = ("REGRESSION", "new defect", "unknown defect", "now errors", "doctor verdict")
-    alarming_ranges = any(word in v for v in verdicts for word in ("EXTEND", "CLOSE"))
-    return 0 if catalog_ok and not alarming_ranges and not any(word in f for f in found for word in alarming) else 1
 
 
 # -- the CI workflow --------------------------------------------------------------------------------------------
@@ -741,16 +713,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("-p", "--parallel", type=int, default=2)
     sub.add_parser("ci-envs")
     p = sub.add_parser("install")
-    p.add_argument("spec", help="tf-X, X, or any pip requirement for transformers")
+    p.add_argument("spec", help="tf-X, X, newest (of the matrix), or any pip requirement for transformers")
     p.add_argument("--torch-dir", type=Path, help="where the torch shared by every env is installed")
     p = sub.add_parser("doctor")
     p.add_argument("env_name")
     p = sub.add_parser("report")
-    p.add_argument("--results", type=Path, default=RESULTS)
-    p = sub.add_parser("upgrade-check")
-    p.add_argument("spec", help="the transformers release to check, e.g. 5.25.0")
-    p.add_argument("--torch-dir", type=Path, help="where the torch shared by every env is installed")
-    p.add_argument("--no-sweep", action="store_true")
     p.add_argument("--results", type=Path, default=RESULTS)
     p = sub.add_parser("workflow")
     p.add_argument("--check", action="store_true")
@@ -784,8 +751,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return doctor(args.env_name)
     if args.command == "report":
         return report(args.results)
-    if args.command == "upgrade-check":
-        return upgrade_check(args.spec, args.results, sweep=not args.no_sweep, torch_dir=args.torch_dir)
     return workflow(args.check)
 
 

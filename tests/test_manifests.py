@@ -54,6 +54,20 @@ GOOD = dict(id="x-y", summary="s", family="padding", targets=["m:A.b"], affected
         ({"family": "other"}, "family"),
         ({"evidence": {"scenario": "only"}}, "evidence"),
         ({"fixed_upstream": {"ref": "#1"}}, "fixed_upstream"),
+        ({"fixed_upstream": "5.1.0"}, "fixed_upstream must be a table"),
+        ({"fixed_upstream": {"version": "4.57.0 (4.56 cause); 5.1.0 (5.0 cause)"}}, "not a PEP 440 version"),
+        ({"fixed_upstream": {"version": 5.1}}, "version string or a non-empty list"),
+        ({"fixed_upstream": {"version": []}}, "version string or a non-empty list"),
+        ({"fixed_upstream": {"version": ["4.57.0", "soon"], "reason": "r"}}, "'soon' is not a PEP 440"),
+        ({"fixed_upstream": {"version": ["5.1.0", "4.57.0"], "reason": "r"}}, "oldest first"),
+        ({"fixed_upstream": {"version": ["4.57.0", "5.1.0"]}}, "fixed_upstream.reason"),
+        ({"fixed_upstream": {"version": "5.1.0", "ref": ""}}, "fixed_upstream.ref must be"),
+        ({"fixed_upstream": {"version": "5.1.0", "reason": 3}}, "fixed_upstream.reason must be"),
+        ({"fixed_upstream": {"version": "5.1.0", "why": "x"}}, "fixed_upstream: unknown key"),
+        ({"evidence": {"scenario": "s", "observed": ""}}, "evidence values"),
+        ({"summary": "  "}, "summary must be"),
+        ({"fix": "no_colon"}, "not 'module:function'"),
+        ({"targets": []}, "targets"),
         ({"sweep": ["Left Padded"]}, "sweep"),
         ({"sweep": "left-padded"}, "sweep"),
     ],
@@ -67,6 +81,16 @@ def test_invalid_manifests_are_rejected(change, message):
             data[key] = value
     with pytest.raises(ManifestError, match=message):
         parse(data)
+
+
+def test_fixed_upstream_takes_one_release_or_a_list_with_its_reason():
+    one = parse({**GOOD, "fixed_upstream": {"version": "5.1.0", "ref": "#1"}})
+    assert one.fixed_versions == ("5.1.0",)
+    two = parse({**GOOD, "fixed_upstream": {"version": ["4.57.0", "5.1.0"], "reason": "two causes"}})
+    assert two.fixed_versions == ("4.57.0", "5.1.0")
+    assert parse(GOOD).fixed_versions == ()
+    rollback = next(m for m in MANIFESTS if m.id == "sliding-window-rollback-cache")
+    assert rollback.fixed_versions == ("4.57.0", "5.1.0") and rollback.fixed_upstream["reason"]
 
 
 def test_file_name_must_match_id(tmp_path):

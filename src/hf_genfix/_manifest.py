@@ -39,13 +39,20 @@ class Manifest:
     fix: str
     probe: str
     evidence: Mapping[str, str]
-    fixed_upstream: Mapping[str, str] = field(default_factory=dict)
+    # version: a release (or a list of them, one per cause, each explained in reason); ref: where it was fixed
+    fixed_upstream: Mapping[str, object] = field(default_factory=dict)
     sweep: tuple[str, ...] = ()  # the doctor --sweep scenarios whose failures this defect explains
     path: str = ""
 
     @property
     def target_modules(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(t.split(":", 1)[0] for t in self.targets))
+
+    @property
+    def fixed_versions(self) -> tuple[str, ...]:
+        """The release(s) that fixed the defect upstream, oldest first (empty: not fixed yet)."""
+        version = self.fixed_upstream.get("version")
+        return tuple(version) if isinstance(version, list) else (version,) if version else ()
 
 
 def default_dir() -> Path:
@@ -113,9 +120,10 @@ def parse(data: Mapping[str, object], where: str = "<manifest>") -> Manifest:
     evidence = data["evidence"]
     if not isinstance(evidence, dict) or not {"scenario", "observed"} <= set(evidence):
         raise fail("evidence must be a table with at least 'scenario' and 'observed'")
+    if not all(isinstance(v, str) and v.strip() for v in evidence.values()):
+        raise fail("evidence values must be non-empty strings")
     fixed = data.get("fixed_upstream", {})
-    if not isinstance(fixed, dict) or (fixed and "version" not in fixed):
-        raise fail("fixed_upstream must be a table with 'version' (and 'ref')")
+    _check_fixed(fixed, fail)
     claims = data.get("sweep", [])
     if not isinstance(claims, list) or not all(isinstance(c, str) and _CLAIM.match(c) for c in claims):
         raise fail("sweep must be a list of 'scenario' or 'scenario/model-type-glob' strings")
@@ -132,3 +140,34 @@ def parse(data: Mapping[str, object], where: str = "<manifest>") -> Manifest:
         sweep=tuple(claims),
         path=where,
     )
+
+
+def _check_fixed(fixed: object, fail) -> None:
+    """``[fixed_upstream]``: ``version`` is a release, or a list of releases (one per cause) explained in
+    ``reason``; ``ref`` and ``reason`` are text. Tools compare these versions, so free text there breaks them."""
+    from packaging.version import InvalidVersion, Version
+
+    if not isinstance(fixed, dict) or (fixed and "version" not in fixed):
+        raise fail("fixed_upstream must be a table with 'version' (and 'ref')")
+    unknown = sorted(set(fixed) - {"version", "ref", "reason"})
+    if unknown:
+        raise fail(f"fixed_upstream: unknown key(s) {unknown}; allowed: ['reason', 'ref', 'version']")
+    for key in ("ref", "reason"):
+        if key in fixed and (not isinstance(fixed[key], str) or not fixed[key].strip()):
+            raise fail(f"fixed_upstream.{key} must be a non-empty string")
+    version = fixed.get("version")
+    versions = version if isinstance(version, list) else [version]
+    if version is not None and (not versions or not all(isinstance(v, str) for v in versions)):
+        raise fail("fixed_upstream.version must be a version string or a non-empty list of them")
+    for v in versions if version is not None else []:
+        try:
+            Version(v)
+        except InvalidVersion:
+            raise fail(f"fixed_upstream.version {v!r} is not a PEP 440 version (put the explanation in "
+                       "fixed_upstream.reason)") from None
+    if isinstance(version, list):
+        if [Version(v) for v in versions] != sorted(Version(v) for v in versions):
+            raise fail("fixed_upstream.version: list the releases oldest first")
+        if "reason" not in fixed:
+            raise fail("fixed_upstream.version lists several releases: say which fixes what in "
+                       "fixed_upstream.reason")

@@ -71,7 +71,7 @@ class PatchStatus:
     family: str
     targets: tuple[str, ...]
     affected: str
-    fixed_upstream: Mapping[str, str]
+    fixed_upstream: Mapping[str, Any]  # version: a release or a list of them (see _manifest)
     transformers_version: str | None
     toggle: str
     calls_seen: int = 0  # calls through the patch while recording was on (hf_genfix.recording(), LOG=debug)

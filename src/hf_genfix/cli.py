@@ -1,10 +1,11 @@
-"""``hf-genfix`` / ``python -m hf_genfix``: list | doctor | run.
+"""``hf-genfix`` / ``python -m hf_genfix``: list | doctor | run | upgrade-check.
 
 Exit status: 0 success; 1 ``doctor`` found a failing patch (or a new defect with ``--sweep``); 2 a usage error,
 a bad ``HF_GENFIX*`` environment (one line on stderr naming the variable, its value, the accepted values and the
 closest name), or ``doctor`` without what its probes need (torch, the ``--device`` asked for; one line saying how
 to get it); 3 ``doctor`` on a transformers release outside the range hf_genfix has verified; ``run`` returns the
-program's own status (127 / 126 when the program cannot be started).
+program's own status (127 / 126 when the program cannot be started); ``upgrade-check`` exits 1 when something
+unexplained changes on the candidate release (``docs/upgrading.md``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("doctor", help="run every patch's probe on this install", add_help=False)
     sub.add_parser("run", help="run a program with hf_genfix activated: hf-genfix run -- python app.py",
                    add_help=False)
+    sub.add_parser("upgrade-check", add_help=False,
+                   help="what changes for your models and tests with another transformers release: "
+                        "hf-genfix upgrade-check 5.24.0 --model ./my-model -- pytest tests/")
     problems = environment_problems()
     if problems:
         sys.stderr.write(one_line(problems[0]) + "\n")
@@ -45,9 +49,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         import logging
 
         logging.getLogger("hf_genfix").addFilter(lambda record: not hasattr(record, "hf_genfix_unverified"))
-    if argv and argv[0] in ("doctor", "run"):
+    if argv and argv[0] in ("doctor", "run", "upgrade-check"):
         # Their own parsers own their arguments (run passes everything after it to the program).
-        module = {"doctor": "hf_genfix.doctor", "run": "hf_genfix.runner"}[argv[0]]
+        module = {"doctor": "hf_genfix.doctor", "run": "hf_genfix.runner",
+                  "upgrade-check": "hf_genfix.upgrade"}[argv[0]]
         return int(importlib.import_module(module).main(argv[1:]) or 0)
     args = parser.parse_args(argv)
     return cmd_list(args.json)
