@@ -508,7 +508,8 @@ def run(env_name: str, pytest_args: Sequence[str] = (), tox_ini: Path = TOX_INI)
     code = doctor(env_name, tox_ini=tox_ini)
     release = env_name[len(ENV_PREFIX):]
     if os.environ.get("GENFIX_SUITE") == "all" or release in suite_releases(tox_ini):
-        code = subprocess.call([sys.executable, "-m", "pytest", "-q", "-m", "", *pytest_args]) or code  # slow too
+        # The slow tests too; the engine tests (tests/workers: launch mechanics, minutes) run once, in .ci/run.
+        code = subprocess.call([sys.executable, "-m", "pytest", "-q", "-m", "not workers", *pytest_args]) or code
     else:
         print(f"matrix: {env_name}: doctor only (the test suite runs on {', '.join(suite_releases(tox_ini))})")
     print(f"matrix: {env_name} took {time.monotonic() - start:.0f} s (doctor{' + tests' if release in suite_releases(tox_ini) else ''})")

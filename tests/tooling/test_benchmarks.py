@@ -26,6 +26,7 @@ def _load(name: str):
 
 paired = _load("_paired")
 run_all = _load("run_all")
+releases = _load("releases")
 
 
 def test_readme_performance_table_is_the_generated_one():
@@ -37,6 +38,15 @@ def test_readme_performance_table_is_the_generated_one():
     env = data["environment"]
     for key in ("transformers", "torch", "machine", "date"):
         assert env[key] in readme
+
+
+def test_readme_per_release_decode_step_table_is_the_generated_one():
+    import json
+
+    data = json.loads(releases.RESULTS.read_text(encoding="utf-8"))
+    assert releases.render(data) in run_all.README.read_text(encoding="utf-8"), \
+        "run: python benchmarks/releases.py --render"
+    assert len({r["release"] for r in data["releases"]}) == len(data["releases"]) >= 1
 
 
 def test_every_benchmark_has_a_row_and_a_runnable_usage_line():
