@@ -103,6 +103,30 @@ def test_failures_are_attributed(make_registry, fake_scenarios):
                                                          "unaffected-but-defect": "not-needed"}
 
 
+def wrong_otherwise(subject):
+    if _thing().answer() == 41:  # upstream raises; with the fixture patch the answer is silently wrong instead
+        raise TypeError("upstream refuses")
+    raise DefectObserved("patched: wrong", step=1, max_logit_diff=0.5)
+
+
+def test_worse_and_unknown_counts_are_the_lines(make_registry, fake_scenarios, monkeypatch):
+    """Every scenario the differential counts worse is listed as worse, one line each (also where both sides fail,
+    differently), and the summary's counts are the number of lines, in the text and in the JSON."""
+    monkeypatch.setitem(sweep.SCENARIOS, "wrong_otherwise", wrong_otherwise)
+    registry = make_registry("fixed-here", "unaffected-but-defect")
+    names = ["only_when_patched", "unless_forced", "always_wrong", "crashes", "wrong_otherwise"]
+    out = sweep.run_sweep(registry, archs=["llama"], scenarios=names, differential_all=True)
+    text = sweep.render_text(out)
+    worse = [line for line in text.splitlines() if line.startswith("  WORSE THAN UPSTREAM: ")]
+    unknown = [line for line in text.splitlines() if line.startswith("  UNKNOWN DEFECT: ")]
+    assert f"{len(unknown)} unknown defect(s), {len(worse)} worse than upstream" in text
+    assert out["differential"]["counts"]["worse"] == len(worse) == 2
+    assert sum(f["verdict"] == "worse" for f in out["unknown"]) == len(worse)
+    assert out["counts"]["worse"] == len(worse) and out["counts"]["unknown"] == len(unknown) == 2
+    (line,) = [w for w in worse if "wrong_otherwise" in w]
+    assert "upstream raises TypeError" in line and "step 1" in line
+
+
 def test_budget_stops_starting_architectures(make_registry):
     out = sweep.run_sweep(make_registry("fixed-here"), archs=["llama", "gpt2"], scenarios=["cached"], budget_s=0)
     assert out["not_reached"] == ["llama", "gpt2"] and out["architectures"] == {}

@@ -124,7 +124,7 @@ def compare(upstream: Observation, ours: Observation) -> tuple[str, str]:
             diff = difference(u.outputs, o.outputs)
             if not diff:
                 return UNCHANGED, f"the same wrong output as upstream ({u.message})"
-            return WORSE, f"upstream {_describe(u)}; hf_genfix gives another wrong output: {o.message}"
+            return WORSE, f"upstream {_describe(u)}; hf_genfix gives another wrong output: {o.message} ({diff})"
         if o.outcome == RAISED:
             return REFUSED, f"upstream is silently wrong ({u.message}); hf_genfix raises {o.message}"
         return WORSE, f"upstream {_describe(u)}; with hf_genfix {_describe(o)}"

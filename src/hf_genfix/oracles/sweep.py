@@ -624,6 +624,12 @@ def run_sweep(registry: Any = None, archs: Iterable[str] | None = None, scenario
                 out["verdict"] = UNSUPPORTED
             else:
                 out.update(explain(registry, func, subject, out, memos.setdefault(name, {}), pair))
+            if out.get("differential", {}).get("verdict") == differential.WORSE and out["verdict"] != WORSE:
+                # The differential counts it worse (both fail, hf_genfix otherwise than upstream): it is listed as
+                # worse too, so that the summary's count is the number of lines (what explained the failure stays
+                # in the cause).
+                out.update(verdict=WORSE, cause=f"hf_genfix: {out['differential']['detail']} "
+                                                f"(the failure itself: {out.get('cause', '')})", explained_by=None)
             if out["verdict"] in (PASS, SKIPPED):
                 continue
             finding = {"arch": model_type, "scenario": name, "kind": out["outcome"], "verdict": out["verdict"],
@@ -654,6 +660,7 @@ def run_sweep(registry: Any = None, archs: Iterable[str] | None = None, scenario
         "known": findings[KNOWN],
         "unsupported": findings[UNSUPPORTED],
     }
+    out["counts"] = counts_of(out)
     if differential_all:
         counts = differential.tally(pairs)
         out["differential"] = {"counts": counts, "summary": differential.summary_line(counts)}
@@ -667,6 +674,14 @@ def _unsupported_pair(pair: dict[str, Any]) -> str:
     if u.outcome == differential.PASS or (o.outcome == differential.RAISED and u.outcome != differential.RAISED):
         return pair["verdict"]
     return differential.UNSUPPORTED
+
+
+def counts_of(sweep: dict[str, Any]) -> dict[str, int]:
+    """The summary's numbers, each the number of findings listed (one line each in the text report)."""
+    worse = sum(1 for f in sweep["unknown"] if f["verdict"] == WORSE)
+    wrong = sum(1 for f in sweep.get("known", []) if f.get("catalog_wrong"))
+    return {"unknown": len(sweep["unknown"]) - worse, "worse": worse, "known": len(sweep.get("known", [])) - wrong,
+            "catalog_wrong": wrong, "unsupported": len(sweep.get("unsupported", []))}
 
 
 def failed(sweep: dict[str, Any]) -> bool:
@@ -703,14 +718,11 @@ def render_text(sweep: dict[str, Any]) -> str:
                        "unpadded row).")
     if sweep.get("differential"):
         lines.append(f"differential (with vs without hf_genfix): {sweep['differential']['summary']}")
-    worse = sum(1 for f in sweep["unknown"] if f["verdict"] == WORSE)
-    new = len(sweep["unknown"]) - worse
-    wrong = [f for f in sweep.get("known", []) if f.get("catalog_wrong")]
-    lines.append(f"sweep: {'FAILED' if failed(sweep) else 'OK'}: {new} unknown defect(s), {worse} worse than "
-                 f"upstream, {len(sweep.get('known', [])) - len(wrong)} known (in the catalog), "
-                 f"{len(sweep.get('unsupported', []))} unsupported by the model"
-                 + (f", {len(wrong)} explained by a patch whose range excludes this release (catalog wrong)"
-                    if wrong else ""))
+    n = counts_of(sweep)
+    lines.append(f"sweep: {'FAILED' if failed(sweep) else 'OK'}: {n['unknown']} unknown defect(s), {n['worse']} worse "
+                 f"than upstream, {n['known']} known (in the catalog), {n['unsupported']} unsupported by the model"
+                 + (f", {n['catalog_wrong']} explained by a patch whose range excludes this release (catalog wrong)"
+                    if n["catalog_wrong"] else ""))
     return "\n".join(lines)
 
 
