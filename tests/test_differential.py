@@ -74,6 +74,20 @@ def test_compare(upstream, ours, verdict):
     assert compare(_obs(*upstream), _obs(*ours))[0] == verdict
 
 
+@pytest.mark.parametrize("upstream_diff, ours_diff, verdict", [
+    (6.8e-5, 5e-9, "corrected"),  # 4.57.6 cohere: upstream off by 6.8e-5 under the tolerance, hf_genfix by noise
+    (1.8e-6, 1.5e-8, "corrected"),  # 4.57.6 modernbert-decoder
+    (2e-6, 1e-6, "worse"),  # both at the same distance: a different float path, not a correction
+    (5e-7, 1e-9, "worse"),  # upstream within float noise of the oracle: it is right, equality is owed
+])
+def test_both_pass_but_hf_genfix_is_10x_closer_to_the_oracle(upstream_diff, ours_diff, verdict):
+    from hf_genfix.oracles.differential import compare
+
+    upstream, ours = _obs("pass", 1.0), _obs("pass", 1.5)
+    upstream.figures, ours.figures = {"max_logit_diff": upstream_diff}, {"max_logit_diff": ours_diff}
+    assert compare(upstream, ours)[0] == verdict
+
+
 def test_summary_line():
     from hf_genfix.oracles.differential import summary_line, tally
 

@@ -9,7 +9,8 @@ logits, the length of the returned cache) and, for scenarios that call the model
 ``compare`` judges the pair:
 
 - ``identical``: upstream passes its oracle and hf_genfix's outputs are bitwise identical;
-- ``corrected``: upstream is wrong or raises, hf_genfix passes the oracle;
+- ``corrected``: upstream is wrong or raises, hf_genfix passes the oracle; also where both pass but upstream is
+  off by 10x more than hf_genfix and beyond float noise (a defect under the oracle's tolerance; the detail says so);
 - ``same-exception``: both raise an exception of the same type;
 - ``unchanged``: upstream is wrong and hf_genfix returns the same (bitwise) wrong output: a defect it does not
   correct, not one it adds;
@@ -114,6 +115,12 @@ def compare(upstream: Observation, ours: Observation) -> tuple[str, str]:
         if o.outcome != PASS:
             return WORSE, f"upstream passes; with hf_genfix {_describe(o)}"
         diff = difference(u.outputs, o.outputs)
+        if diff and _closer(o, u):
+            # Upstream's output is off by less than the oracle's tolerance but by 10x more than hf_genfix's (a
+            # defect the tolerance hides: 4.57's chunked prefill at unpadded positions, seen through Cohere's
+            # logit_scale of 1/16): upstream is not right there, so no bitwise equality is owed.
+            return CORRECTED, (f"upstream is off by {u.figures['max_logit_diff']:.3g} against the oracle (under its "
+                               f"tolerance), hf_genfix by {o.figures['max_logit_diff']:.3g}: {diff}")
         if diff:
             return WORSE, f"both pass the oracle, but the outputs are not bitwise identical: {diff}"
         return IDENTICAL, f"{len(o.outputs)} output(s) bitwise identical"
@@ -134,6 +141,18 @@ def compare(upstream: Observation, ours: Observation) -> tuple[str, str]:
     if o.outcome == WRONG:
         return WORSE, f"upstream raises {_error(u)}; hf_genfix returns a wrong answer instead: {o.message}"
     return WORSE, f"upstream {_describe(u)}; with hf_genfix {_describe(o)}"
+
+
+NOISE = 1e-7  # float32 rounding in a tiny model's logits: a difference under it tells nothing
+
+
+def _closer(ours: Observation, upstream: Observation) -> bool:
+    """Whether both runs measured their distance to the oracle and hf_genfix's is 10x smaller than upstream's
+    (beyond float noise): upstream passes by the tolerance only."""
+    o, u = ours.figures.get("max_logit_diff"), upstream.figures.get("max_logit_diff")
+    if not isinstance(o, (int, float)) or not isinstance(u, (int, float)):
+        return False
+    return u > 10 * max(o, NOISE)
 
 
 def _error(obs: Observation) -> str | None:
