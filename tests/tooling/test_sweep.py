@@ -127,6 +127,48 @@ def test_worse_and_unknown_counts_are_the_lines(make_registry, fake_scenarios, m
     assert "upstream raises TypeError" in line and "step 1" in line
 
 
+class _Rounded:
+    """A stand-in model whose output moves by ``step`` when the fixture patch is installed."""
+
+    step = 1e-7
+
+    def generate(self):
+        import torch
+
+        return torch.tensor([1.0 + (self.step if _thing().answer() == 42 else 0.0)])
+
+
+def rounded(subject):
+    subject.model.generate()
+    return {}
+
+
+@pytest.mark.parametrize("step, documented, verdict", [(1e-7, True, "rounding"), (1e-7, False, "worse"),
+                                                       (1e-3, True, "worse")])
+def test_rounding_needs_a_documented_patch_and_a_float_rounding_difference(make_registry, monkeypatch, step,
+                                                                            documented, verdict):
+    """Both pass, outputs differ: ``rounding`` only where turning off one installed patch whose fix module says why
+    it cannot be bitwise (NOT_BITWISE) gives upstream's outputs bitwise, and the difference is float rounding."""
+    import importlib
+    from types import SimpleNamespace
+
+    from hf_genfix.oracles import differential
+
+    registry = make_registry("fixed-here")
+    _thing()  # the target first: its import installs the fix (from the fixes module)
+    if documented:
+        monkeypatch.setattr(importlib.import_module("genfix_doctor_fixture.fixes"), "NOT_BITWISE", "fixture reason",
+                            raising=False)
+    monkeypatch.setattr(_Rounded, "step", step)
+    subject = SimpleNamespace(model=_Rounded())
+    pair = differential.differential(registry, rounded, subject, (subject.model,))
+    assert pair["verdict"] == "worse"
+    got = sweep._rounding(registry, rounded, subject, pair)
+    assert (got[0] if got else "worse") == verdict
+    if got:
+        assert "fixed-here off" in got[1] and "fixture reason" in got[1]
+
+
 def test_budget_stops_starting_architectures(make_registry):
     out = sweep.run_sweep(make_registry("fixed-here"), archs=["llama", "gpt2"], scenarios=["cached"], budget_s=0)
     assert out["not_reached"] == ["llama", "gpt2"] and out["architectures"] == {}

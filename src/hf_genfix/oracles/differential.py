@@ -19,6 +19,9 @@ logits, the length of the returned cache) and, for scenarios that call the model
 - ``unsupported`` (the sweep's, not ``compare``'s): the model cannot do what the scenario asks (padding it cannot
   take), so its oracle means nothing; still ``worse`` where upstream passes and hf_genfix does not give the same,
   or hf_genfix raises where upstream returned;
+- ``rounding`` (the sweep's): both pass, the outputs differ by float rounding (under ``ROUNDING_LIMIT``), and
+  they are bitwise upstream's with one patch off whose fix module says why it cannot be bitwise (``NOT_BITWISE``:
+  a memory bound that shortens the attention's reduction, say); the reason is given per scenario;
 - ``worse``: anything else -- an exception or a wrong answer where upstream passed, different outputs where
   upstream was right, a wrong answer or another exception type where upstream raised, another wrong answer where
   upstream was wrong.
@@ -43,7 +46,10 @@ PASS, WRONG, RAISED, SKIPPED = "pass", "wrong", "raised", "skipped"
 IDENTICAL, CORRECTED, SAME_EXCEPTION = "identical", "corrected", "same-exception"
 UNCHANGED, REFUSED, NOT_RUN, WORSE = "unchanged", "refused", "skipped", "worse"
 UNSUPPORTED = "unsupported"  # given by the caller (the sweep) where the model cannot do what the scenario asks
-VERDICTS = (IDENTICAL, CORRECTED, SAME_EXCEPTION, UNCHANGED, REFUSED, UNSUPPORTED, NOT_RUN, WORSE)
+# Given by the sweep: both pass, the outputs differ by float rounding only, and turning off one patch whose fix
+# module documents why it cannot be bitwise (its ``NOT_BITWISE``) makes them bitwise upstream's.
+ROUNDING = "rounding"
+VERDICTS = (IDENTICAL, CORRECTED, SAME_EXCEPTION, UNCHANGED, REFUSED, UNSUPPORTED, ROUNDING, NOT_RUN, WORSE)
 
 
 @dataclass
@@ -144,6 +150,7 @@ def compare(upstream: Observation, ours: Observation) -> tuple[str, str]:
 
 
 NOISE = 1e-7  # float32 rounding in a tiny model's logits: a difference under it tells nothing
+ROUNDING_LIMIT = 1e-5  # the most a documented not-bitwise patch may move a tiny model's logits
 
 
 def _closer(ours: Observation, upstream: Observation) -> bool:
@@ -255,6 +262,31 @@ def difference(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> str:
     return ""
 
 
+def largest_difference(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> float:
+    """The largest |difference| between two recordings' float tensors; inf where anything else differs (a token,
+    a shape, a cache length, the number of calls)."""
+    import torch
+
+    if len(a) != len(b):
+        return float("inf")
+    largest = 0.0
+    for x, y in zip(a, b):
+        if set(x) != set(y):
+            return float("inf")
+        for key in x:
+            u, v = x[key], y[key]
+            pairs = list(zip(u, v)) if isinstance(u, tuple) and isinstance(v, tuple) and len(u) == len(v) else [(u, v)]
+            for p, q in pairs:
+                if not (torch.is_tensor(p) and torch.is_tensor(q)):
+                    if p != q:
+                        return float("inf")
+                elif p.shape != q.shape or p.dtype != q.dtype or (not p.is_floating_point() and not torch.equal(p, q)):
+                    return float("inf")
+                elif p.is_floating_point() and p.numel():
+                    largest = max(largest, float((p.float() - q.float()).abs().max()))
+    return largest
+
+
 def _tensor_difference(p: Any, q: Any) -> str:
     import torch
 
@@ -280,6 +312,7 @@ def summary_line(counts: dict[str, int]) -> str:
     parts = [f"{counts.get(v, 0)} {v}" for v in (IDENTICAL, CORRECTED, SAME_EXCEPTION)]
     parts += [f"{counts[v]} {v}" for v in (UNCHANGED, REFUSED) if counts.get(v)]
     parts += [f"{counts[UNSUPPORTED]} unsupported by the model"] if counts.get(UNSUPPORTED) else []
+    parts += [f"{counts[ROUNDING]} rounding (a documented patch)"] if counts.get(ROUNDING) else []
     parts.append(f"{counts.get(WORSE, 0)} worse")
     skipped = f" ({counts[NOT_RUN]} more cannot run here)" if counts.get(NOT_RUN) else ""
     return f"{ran} scenarios: {', '.join(parts)}{skipped}"

@@ -609,14 +609,16 @@ def run_sweep(registry: Any = None, archs: Iterable[str] | None = None, scenario
             if differential_all and name in runs:
                 pair = differential.differential(registry, func, subject, (subject.model,),
                                                  getattr(func, "record_forward", False), ours=runs[name])
-                verdict = pair["verdict"]
+                verdict, detail = pair["verdict"], pair["detail"]
                 if verdict != differential.IDENTICAL and subject.lacks(getattr(func, "needs", ())):
                     verdict = _unsupported_pair(pair)
-                out["differential"] = {"verdict": verdict, "detail": pair["detail"]}
+                if verdict == differential.WORSE:
+                    verdict, detail = _rounding(registry, func, subject, pair) or (verdict, detail)
+                out["differential"] = {"verdict": verdict, "detail": detail}
                 pairs.append(verdict)
             if out["outcome"] == PASS:
                 out["verdict"] = PASS
-                if pair is not None and pair["verdict"] == differential.WORSE:
+                if pair is not None and out["differential"]["verdict"] == differential.WORSE:
                     out.update(verdict=WORSE, cause=f"hf_genfix: {pair['detail']}", explained_by=None)
             elif out["outcome"] == SKIPPED:
                 out["verdict"] = SKIPPED
@@ -665,6 +667,34 @@ def run_sweep(registry: Any = None, archs: Iterable[str] | None = None, scenario
         counts = differential.tally(pairs)
         out["differential"] = {"counts": counts, "summary": differential.summary_line(counts)}
     return out
+
+
+def _rounding(registry: Any, func: Scenario, subject: Subject, pair: dict[str, Any]) -> tuple[str, str] | None:
+    """(``rounding``, why) where both pass, the outputs differ by float rounding only, and one installed patch whose
+    fix module documents why it cannot be bitwise (``NOT_BITWISE``) is the whole difference: with it off the outputs
+    are upstream's, bitwise. None otherwise (the pair stays worse)."""
+    import importlib
+
+    from .._registry import INSTALLED
+
+    u, o = pair["upstream"], pair["ours"]
+    if u.outcome != differential.PASS or o.outcome != differential.PASS:
+        return None
+    if differential.largest_difference(u.outputs, o.outputs) > differential.ROUNDING_LIMIT:
+        return None
+    for status in registry.status():
+        if status.state not in INSTALLED:
+            continue
+        manifest = next(m for m in registry.manifests() if m.id == status.id)
+        reason = getattr(importlib.import_module(manifest.fix.partition(":")[0]), "NOT_BITWISE", None)
+        if not reason:
+            continue
+        with registry.disabled(status.id):
+            without = observe(func, subject)
+        if without.outcome == differential.PASS and not differential.difference(u.outputs, without.outputs):
+            return differential.ROUNDING, (f"{pair['detail']}; bitwise upstream's with {status.id} off, which "
+                                           f"cannot be bitwise: {reason}")
+    return None
 
 
 def _unsupported_pair(pair: dict[str, Any]) -> str:
