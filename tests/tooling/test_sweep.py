@@ -80,19 +80,20 @@ def test_failures_are_attributed(make_registry, fake_scenarios):
     assert outcomes == {"only_when_patched": "defect", "unless_forced": "defect", "always_wrong": "defect",
                         "crashes": "crash", "unsupported": "unsupported"}
     verdicts = {k: v["verdict"] for k, v in per.items()}
+    # crashes: the same KeyError with every patch off, a loud upstream error (listed, not a new defect)
     assert verdicts == {"only_when_patched": "worse", "unless_forced": "catalog-wrong", "always_wrong": "unknown",
-                        "crashes": "unknown", "unsupported": "unsupported"}
+                        "crashes": "upstream-error", "unsupported": "unsupported"}
     unknown = {f["scenario"]: f for f in out["unknown"]}
-    assert set(unknown) == {"only_when_patched", "always_wrong", "crashes"}
+    assert set(unknown) == {"only_when_patched", "always_wrong"}
     assert unknown["only_when_patched"]["cause"].startswith("hf_genfix: upstream passes with every patch off")
     assert (unknown["always_wrong"]["arch"], unknown["always_wrong"]["step"],
             unknown["always_wrong"]["max_logit_diff"]) == ("llama", 3, 0.25)
-    assert unknown["crashes"]["kind"] == "crash" and "KeyError" in unknown["crashes"]["message"]
     (known,) = out["known"]
     assert known["explained_by"] == "unaffected-but-defect" and known["catalog_wrong"] is True
     assert known["summary"] == "fixture unaffected-but-defect"
-    (refused,) = out["unsupported"]
+    loud, refused = sorted(out["unsupported"], key=lambda f: f["scenario"])
     assert refused["scenario"] == "unsupported" and "does not support the static cache" in refused["cause"]
+    assert loud["kind"] == "crash" and "KeyError" in loud["message"] and "upstream raises it too" in loud["cause"]
     assert sweep.failed(out)
     text = sweep.render_text(out)
     assert "UNKNOWN DEFECT: llama / always_wrong (defect, step 3, max |logit diff| vs the oracle 0.25)" in text
@@ -122,7 +123,9 @@ def test_worse_and_unknown_counts_are_the_lines(make_registry, fake_scenarios, m
     assert f"{len(unknown)} unknown defect(s), {len(worse)} worse than upstream" in text
     assert out["differential"]["counts"]["worse"] == len(worse) == 2
     assert sum(f["verdict"] == "worse" for f in out["unknown"]) == len(worse)
-    assert out["counts"]["worse"] == len(worse) and out["counts"]["unknown"] == len(unknown) == 2
+    assert out["counts"]["worse"] == len(worse) and out["counts"]["unknown"] == len(unknown) == 1
+    loud = [line for line in text.splitlines() if line.startswith("  upstream-error: ")]
+    assert out["counts"]["upstream_error"] == len(loud) == 1 and f"{len(loud)} loud upstream error(s)" in text
     (line,) = [w for w in worse if "wrong_otherwise" in w]
     assert "upstream raises TypeError" in line and "step 1" in line
 
@@ -178,7 +181,8 @@ def test_an_architecture_where_everything_crashes_alike_is_unusable_not_a_defect
     for name in ("first", "second", "third"):
         monkeypatch.setitem(sweep.SCENARIOS, name, crashes)
     out = sweep.run_sweep(make_registry("fixed-here"), archs=["llama"], scenarios=["first", "second"])
-    assert len(out["unknown"]) == 2  # two alike are two findings: `--scenario A --scenario B` runs only two
+    # two alike are two findings (`--scenario A --scenario B` runs only two): loud, upstream raises the same
+    assert [f["verdict"] for f in out["unsupported"]] == ["upstream-error"] * 2, (out["unknown"], out["known"])
     out = sweep.run_sweep(make_registry("fixed-here"), archs=["llama"], scenarios=["first", "second", "third"])
     assert out["unknown"] == [] and out["unusable"]["llama"].startswith("KeyError: 'boom'")
     assert "unusable tiny: llama" in sweep.render_text(out)

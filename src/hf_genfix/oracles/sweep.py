@@ -15,6 +15,8 @@ against the no-cache reference, with the patches installed as the user has them.
   patch is not installed here or leaves upstream's output as it is, or forcing a not-installed patch removes it;
 - ``catalog-wrong``: a patch removes it, but the patch's ``affected`` range excludes this release (exit 1);
 - ``worse``: upstream (every patch off, ``differential.differential``) passes where hf_genfix fails (exit 1);
+- ``upstream-error``: transformers raises, the same exception type with every patch off, and no patch removes
+  it: loud, never silently wrong; listed with the exception (a shape error of a static cache, say);
 - ``unknown``: a defect nothing explains (exit 1): architecture, scenario, step, logit difference.
 
 A manifest claims scenarios with ``sweep = ["scenario", "scenario/arch-glob", ...]`` (docs/writing-a-patch.md):
@@ -55,6 +57,7 @@ _UNSUPPORTED = ("not support", "isn't supported", "is not supported", "not compa
 PASS, SKIPPED, UNSUPPORTED, KNOWN = "pass", "skipped", "unsupported", "known"
 CATALOG_WRONG, WORSE, UNKNOWN = "catalog-wrong", "worse", "unknown"
 UNUSABLE = "unusable"  # the architecture's tiny config does not suit it: every scenario crashes alike
+LOUD = "upstream-error"  # transformers raises, the same without hf_genfix, and no patch removes it
 FAILING = (CATALOG_WRONG, WORSE, UNKNOWN)
 MEANING = {
     PASS: "the output matches the oracle",
@@ -65,6 +68,8 @@ MEANING = {
     WORSE: "upstream passes with every patch off, hf_genfix fails: a regression hf_genfix causes",
     UNKNOWN: "a defect no manifest explains: new",
     UNUSABLE: "every scenario of the architecture crashes alike: its tiny config does not suit it",
+    LOUD: "transformers raises (the same exception with every patch off) and no patch removes it: a loud "
+          "upstream error, never a silently wrong answer; not a regression, listed with the exception",
 }
 
 Scenario = Callable[["Subject"], dict]
@@ -170,7 +175,25 @@ class Subject:
             self._padding = "" if diff <= tolerance() else (
                 f"a left-padded forward differs from the unpadded row by {diff:.3g} (its forward takes "
                 f"{'position_ids' if self.takes_position_ids else 'no position_ids'}): it cannot take padding")
+            if not self._padding and self.takes_position_ids and not self._positions_from_mask(ids, mask):
+                # 4.x CTRL and OpenAI-GPT: the forward places a padded row right when given positions, but their
+                # own prepare_inputs_for_generation never derives them from the mask, so generate() counts the pads.
+                self._padding = ("its prepare_inputs_for_generation gives no position_ids from the attention mask "
+                                 "(generate() counts a left-padded row's pads as positions): it cannot take padding "
+                                 "in generate()")
         return self._padding
+
+    def _positions_from_mask(self, ids: Any, mask: Any) -> bool:
+        """Whether the model's generation inputs for a left-padded row carry position ids (True when unsure, and
+        for the generic method: where generate() derives positions elsewhere, a padding failure stays a defect)."""
+        owner = next((c for c in type(self.model).__mro__ if "prepare_inputs_for_generation" in vars(c)), None)
+        if owner is None or not owner.__module__.startswith("transformers.models."):
+            return True
+        try:
+            inputs = self.model.prepare_inputs_for_generation(ids, attention_mask=mask, use_cache=False)
+        except Exception:  # noqa: BLE001 - a signature this probe does not know: not the reason
+            return True
+        return inputs.get("position_ids") is not None
 
     def lacks(self, needs: Sequence[str]) -> str:
         """Why the model cannot do what a scenario with ``needs`` asks ("" when it can)."""
@@ -537,6 +560,12 @@ def explain(registry: Any, func: Scenario, subject: Subject, out: dict[str, Any]
         # transformers refuses the call in words, and no patch of the catalog removes the refusal (5.0.0's "Cannot
         # use prefill chunking without a cache" is a defect that sliding-window-prefill-chunks claims).
         return {"verdict": UNSUPPORTED, "explained_by": None, "cause": out.get("message", "")}
+    if out["outcome"] == "crash" and (pair is None or pair["verdict"] == differential.SAME_EXCEPTION):
+        # Loud: the user gets upstream's exception, with or without hf_genfix (4.57.6: CTRL, XGLM, TrOCR and OLMoE
+        # with a static cache, shape errors). Listed with the exception; a patch may take it up later.
+        return {"verdict": LOUD, "explained_by": None,
+                "cause": "upstream raises it too, " + (f"with every patch off: {pair['upstream'].message}" if pair
+                                                        else "no patch is installed here")}
     cause = "unknown"
     if pair is not None and pair["verdict"] == differential.WORSE:
         cause += f"; without hf_genfix it fails otherwise: {pair['upstream'].message}"
@@ -640,15 +669,15 @@ def run_sweep(registry: Any = None, archs: Iterable[str] | None = None, scenario
                        "cause": out.get("cause", out.get("message", "")), "explained_by": out.get("explained_by"),
                        "summary": summaries.get(out.get("explained_by") or "", ""),
                        "catalog_wrong": out.get("catalog_wrong", False)}
-            group = {CATALOG_WRONG: KNOWN, WORSE: UNKNOWN}.get(out["verdict"], out["verdict"])
+            group = {CATALOG_WRONG: KNOWN, WORSE: UNKNOWN, LOUD: UNSUPPORTED}.get(out["verdict"], out["verdict"])
             if out["verdict"] == UNSUPPORTED and name not in runs:
                 continue  # not run at all (no KV cache): in the per-architecture results only
             findings[group].append(finding)
         seconds = time.perf_counter() - arch_start
         results[model_type] = {"seconds": round(seconds, 3), "scenarios": per}
         verdicts = [o["verdict"] for o in per.values()]
-        counts = ", ".join(f"{verdicts.count(v)} {v}" for v in (PASS, SKIPPED, UNSUPPORTED, KNOWN, CATALOG_WRONG,
-                                                                   WORSE, UNKNOWN) if verdicts.count(v))
+        counts = ", ".join(f"{verdicts.count(v)} {v}" for v in (PASS, SKIPPED, UNSUPPORTED, LOUD, KNOWN,
+                                                                   CATALOG_WRONG, WORSE, UNKNOWN) if verdicts.count(v))
         say(f"{counter}: {len(names)} scenarios in {seconds:.1f} s: {counts} "
             f"(elapsed {time.perf_counter() - start:.0f} s)")
     out = {
@@ -710,8 +739,9 @@ def counts_of(sweep: dict[str, Any]) -> dict[str, int]:
     """The summary's numbers, each the number of findings listed (one line each in the text report)."""
     worse = sum(1 for f in sweep["unknown"] if f["verdict"] == WORSE)
     wrong = sum(1 for f in sweep.get("known", []) if f.get("catalog_wrong"))
+    loud = sum(1 for f in sweep.get("unsupported", []) if f["verdict"] == LOUD)
     return {"unknown": len(sweep["unknown"]) - worse, "worse": worse, "known": len(sweep.get("known", [])) - wrong,
-            "catalog_wrong": wrong, "unsupported": len(sweep.get("unsupported", []))}
+            "catalog_wrong": wrong, "unsupported": len(sweep.get("unsupported", [])) - loud, "upstream_error": loud}
 
 
 def failed(sweep: dict[str, Any]) -> bool:
@@ -740,7 +770,7 @@ def render_text(sweep: dict[str, Any]) -> str:
         lines.append(f"  {label}: {f['arch']} / {f['scenario']} ({f['kind']}, {where}{diff_text}): "
                      f"{f['message']} [{f['cause']}]{patch}")
     for f in sweep.get("unsupported", []):
-        lines.append(f"  unsupported: {f['arch']} / {f['scenario']}: {f['cause']}")
+        lines.append(f"  {f['verdict']}: {f['arch']} / {f['scenario']}: {f['cause']}")
     present = {o.get("verdict") for a in archs.values() for o in a["scenarios"].values()}
     if present & set(MEANING):
         lines.append("verdicts: " + "; ".join(f"{v} = {MEANING[v]}" for v in MEANING if v in present)
@@ -750,7 +780,8 @@ def render_text(sweep: dict[str, Any]) -> str:
         lines.append(f"differential (with vs without hf_genfix): {sweep['differential']['summary']}")
     n = counts_of(sweep)
     lines.append(f"sweep: {'FAILED' if failed(sweep) else 'OK'}: {n['unknown']} unknown defect(s), {n['worse']} worse "
-                 f"than upstream, {n['known']} known (in the catalog), {n['unsupported']} unsupported by the model"
+                 f"than upstream, {n['known']} known (in the catalog), {n['unsupported']} unsupported by the model, "
+                 f"{n['upstream_error']} loud upstream error(s)"
                  + (f", {n['catalog_wrong']} explained by a patch whose range excludes this release (catalog wrong)"
                     if n["catalog_wrong"] else ""))
     return "\n".join(lines)
