@@ -127,3 +127,21 @@ def test_recording_keeps_the_signature_and_leaves_no_trace():
 
     obs = observe(caught, None)
     assert (obs.outcome, obs.error, obs.caught) == ("raised", "KeyError", True)
+
+
+def test_each_run_starts_without_the_static_cache_an_earlier_call_left_on_the_model():
+    """generate() reuses the static cache it keeps on the model (``_cache``): the first run of a pair must not leave
+    the second one a half-built cache (5.0.0 xglm: ValueError upstream, then AttributeError "worse")."""
+    import hf_genfix
+    from hf_genfix.oracles import differential
+
+    class Model:
+        def generate(self):
+            if hasattr(self, "_cache"):
+                raise AttributeError("'StaticLayer' object has no attribute 'max_batch_size'")
+            self._cache = object()  # built, then the call fails
+            raise ValueError("Incorrect 4D attention_mask shape")
+
+    model = Model()
+    pair = differential.differential(hf_genfix._default(), lambda subject: model.generate(), None, (model,))
+    assert pair["verdict"] == differential.SAME_EXCEPTION, pair["detail"]

@@ -77,6 +77,10 @@ def observe(scenario: Callable[[Any], Any], subject: Any, models: tuple[Any, ...
         with warnings.catch_warnings(), contextlib.ExitStack() as stack:
             warnings.simplefilter("ignore")
             for model in models:
+                # generate() keeps a static cache on the model (``_cache``) and reuses it in the next call: one left
+                # half-built by a run that raised made the other run raise otherwise (5.0.0 xglm, ctrl, trocr). Each
+                # run starts as a fresh call would.
+                vars(model).pop("_cache", None)
                 stack.enter_context(recording(model, outputs, forward=record_forward))
             figures = scenario(subject)
     except DefectObserved as exc:
