@@ -80,8 +80,9 @@ def scenario(name: str, needs: Sequence[str] = (), record_forward: bool = False)
     """Register a scenario. ``needs``: "kv" (it rewinds, chunks or pre-allocates an attention KV cache: not run on
     a model without one), "padding" (its batch is padded: a failure of a model that cannot take padding is
     ``unsupported``), "reorder" (beam search reorders the cache: a failure of a model whose cache is a recurrent
-    state is ``unsupported``). ``record_forward``: the scenario calls the model by hand, so the differential compares every
-    forward's logits (generate() outputs are always compared)."""
+    state is ``unsupported``), "cache_position" (a caller states new tokens by it: a model whose own
+    prepare_inputs_for_generation takes none is ``unsupported``). ``record_forward``: the scenario calls the model
+    by hand, so the differential compares every forward's logits (generate() outputs are always compared)."""
 
     def register(func: Scenario) -> Scenario:
         func.needs = tuple(needs)  # type: ignore[attr-defined]
@@ -183,11 +184,39 @@ class Subject:
                                  "in generate()")
         return self._padding
 
+    def _own_prepare_inputs(self) -> Any:
+        """The model's own prepare_inputs_for_generation (a transformers.models class defines it), or None for the
+        generic one of GenerationMixin."""
+        owner = next((c for c in type(self.model).__mro__ if "prepare_inputs_for_generation" in vars(c)), None)
+        if owner is None or not owner.__module__.startswith("transformers.models."):
+            return None
+        return vars(owner)["prepare_inputs_for_generation"]
+
+    def _takes_cache_position(self) -> bool:
+        """False where the model's own prepare_inputs_for_generation names no cache_position and, given one for a
+        10-token chunk after a cached 3-token prefix, still cuts the chunk (4.x CTRL slices by the cache length)."""
+        import torch
+
+        from ..helpers.decode import cache_from_outputs
+
+        own = self._own_prepare_inputs()
+        if own is None or "cache_position" in inspect.signature(own).parameters:
+            return True
+        ids = torch.tensor([self.rows(13, seed=96)[0]])
+        try:
+            with torch.no_grad():
+                cache = cache_from_outputs(self.model(ids[:, :3], use_cache=True))
+                inputs = self.model.prepare_inputs_for_generation(ids[:, 3:], past_key_values=cache, use_cache=True,
+                                                                  cache_position=torch.arange(3, 13))
+        except Exception:  # noqa: BLE001 - unsure: not the reason
+            return True
+        fed = inputs.get("input_ids")
+        return fed is None or fed.shape[-1] == 10
+
     def _positions_from_mask(self, ids: Any, mask: Any) -> bool:
         """Whether the model's generation inputs for a left-padded row carry position ids (True when unsure, and
         for the generic method: where generate() derives positions elsewhere, a padding failure stays a defect)."""
-        owner = next((c for c in type(self.model).__mro__ if "prepare_inputs_for_generation" in vars(c)), None)
-        if owner is None or not owner.__module__.startswith("transformers.models."):
+        if self._own_prepare_inputs() is None:
             return True
         try:
             inputs = self.model.prepare_inputs_for_generation(ids, attention_mask=mask, use_cache=False)
@@ -203,6 +232,9 @@ class Subject:
             return "the model ignores attention_mask (masking tokens out leaves its logits unchanged)"
         if "padding" in needs:
             return self.padding_problem()
+        if "cache_position" in needs and not self._takes_cache_position():
+            return ("its own prepare_inputs_for_generation takes no cache_position (it slices the ids by the cache "
+                    "length: the full-ids contract of generate()), so a caller cannot say that a chunk is new")
         if "reorder" in needs and not self.kv_cache:
             # 5.24 refuses it for RWKV in words ("the cache cannot be reordered"); older releases go on silently.
             return "a recurrent state, no attention KV cache: beam search would have to reorder it"
@@ -326,7 +358,7 @@ def manual_loop(s: Subject) -> dict:
     return decode.check_manual_loop(s.model)
 
 
-@scenario("chunk-after-cache", needs=("kv",), record_forward=True)
+@scenario("chunk-after-cache", needs=("kv", "cache_position"), record_forward=True)
 def chunk_after_cache(s: Subject) -> dict:
     """A cached 3-token prefix (a system prompt), then a 10-token chunk through ``prepare_inputs_for_generation``
     with the caller's explicit ``cache_position``: all 10 tokens are new and every one's logits must match."""
