@@ -271,3 +271,27 @@ def test_a_switched_off_patch_explains_the_scenario_its_manifest_claims():
     (finding,) = out["known"]
     assert (finding["explained_by"], finding["verdict"]) == ("right-padding", "known"), finding
     assert "first turn on right-padded prompts" in finding["message"] and not sweep.failed(out)
+
+
+def test_a_model_whose_own_generation_inputs_cannot_say_it_is_unsupported_there():
+    """4.x CTRL's own prepare_inputs_for_generation takes the full ids (it cuts the cache length off the front) and
+    gives no position_ids from the mask: chunk-after-cache and the padded scenarios fail there by the model's
+    contract, not by a defect (unsupported, with the reason). The generic method (llama) is not blamed."""
+    from hf_genfix.oracles.sweep import Subject
+
+    subject = Subject("llama")
+    assert subject.lacks(("cache_position",)) == subject.lacks(("padding",)) == ""
+    base = type(subject.model)
+
+    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, use_cache=None, **kwargs):
+        past = past_key_values.get_seq_length() if past_key_values is not None else 0
+        return {"input_ids": input_ids[:, past:] if input_ids.shape[1] > past else input_ids[:, -1:],
+                "past_key_values": past_key_values, "use_cache": use_cache,
+                "attention_mask": kwargs.get("attention_mask")}
+
+    legacy = type("LegacyForCausalLM", (base,), {"prepare_inputs_for_generation": prepare_inputs_for_generation,
+                                                 "__module__": "transformers.models.legacy.modeling_legacy"})
+    subject.model.__class__ = legacy
+    subject._padding = None
+    assert "takes no cache_position" in subject.lacks(("cache_position",))
+    assert "no position_ids from the attention mask" in subject.lacks(("padding",))
