@@ -79,6 +79,20 @@ def test_compare(upstream, ours, verdict):
     assert compare(_obs(*upstream), _obs(*ours))[0] == verdict
 
 
+@pytest.mark.parametrize("upstream_diff, ours_diff, verdict", [
+    (6.8e-5, 5e-9, "corrected"),  # 4.57.6 cohere: upstream off by 6.8e-5 under the tolerance, hf_genfix by noise
+    (1.8e-6, 1.5e-8, "corrected"),  # 4.57.6 modernbert-decoder
+    (2e-6, 1e-6, "worse"),  # both at the same distance: a different float path, not a correction
+    (5e-7, 1e-9, "worse"),  # upstream within float noise of the oracle: it is right, equality is owed
+])
+def test_both_pass_but_hf_genfix_is_10x_closer_to_the_oracle(upstream_diff, ours_diff, verdict):
+    from hf_genfix.oracles.differential import compare
+
+    upstream, ours = _obs("pass", 1.0), _obs("pass", 1.5)
+    upstream.figures, ours.figures = {"max_logit_diff": upstream_diff}, {"max_logit_diff": ours_diff}
+    assert compare(upstream, ours)[0] == verdict
+
+
 def test_summary_line():
     from hf_genfix.oracles.differential import summary_line, tally
 
@@ -134,3 +148,21 @@ def test_threads_and_forks_are_never_worse_than_upstream(capsys):
     worse = [f"{name}: {v['detail']}" for name, v in verdicts.items() if v["verdict"] == differential.WORSE]
     assert not worse, "hf_genfix is worse than upstream:\n" + "\n".join(worse)
     assert set(verdicts) == set(concurrency.SCENARIOS)
+
+
+def test_each_run_starts_without_the_static_cache_an_earlier_call_left_on_the_model():
+    """generate() reuses the static cache it keeps on the model (``_cache``): the first run of a pair must not leave
+    the second one a half-built cache (5.0.0 xglm: ValueError upstream, then AttributeError "worse")."""
+    import hf_genfix
+    from hf_genfix.oracles import differential
+
+    class Model:
+        def generate(self):
+            if hasattr(self, "_cache"):
+                raise AttributeError("'StaticLayer' object has no attribute 'max_batch_size'")
+            self._cache = object()  # built, then the call fails
+            raise ValueError("Incorrect 4D attention_mask shape")
+
+    model = Model()
+    pair = differential.differential(hf_genfix._default(), lambda subject: model.generate(), None, (model,))
+    assert pair["verdict"] == differential.SAME_EXCEPTION, pair["detail"]

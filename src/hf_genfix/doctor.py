@@ -612,7 +612,9 @@ def _main(args: argparse.Namespace, registry: Any, setting: Any) -> int:
     if args.sweep and report["transformers"] is not None:
         from .oracles import sweep as sweep_mod
 
-        with quiet_logs(), quiet_progress():
+        # Model code that prints (4.x CTRL and Reformer: "Warning: attention_mask is not a recognized input." on
+        # every prepare_inputs_for_generation call) goes to stderr with the progress, not into the report.
+        with quiet_logs(), quiet_progress(), contextlib.redirect_stdout(sys.stderr):
             report["sweep"] = sweep_mod.run_sweep(
                 registry, archs=args.arch or None, scenarios=args.scenario or None, budget_s=args.sweep_budget,
                 differential_all=args.differential, progress=None if args.quiet else sweep_mod.stderr_progress,

@@ -90,3 +90,27 @@ def test_a_mask_as_wide_as_the_ids_is_read_as_the_whole_sequence_and_said_at_deb
     assert inputs["input_ids"].shape[1] == 7
     said = [r for r in caplog.records if r.name == "hf_genfix" and "taken as the whole sequence" in r.message]
     assert said and all(r.levelno == logging.DEBUG for r in said)
+
+
+@pytest.mark.parametrize("cut, passes", [(False, True), (True, False)])
+def test_a_model_that_keeps_only_the_last_logits_is_checked_on_every_fed_token(monkeypatch, cut, passes):
+    """Falcon-H1's prepare_inputs_for_generation sets logits_to_keep = config.num_logits_to_keep (1): the chunk is
+    fed whole, only the head's output is sliced. The check keeps every position's logits (the sweep reported "1 of 10
+    tokens fed" on 5.24.0, a false alarm); a chunk really cut to its last token still fails."""
+    from hf_genfix.oracles import DefectObserved
+    from hf_genfix.oracles.decode import check_chunk_after_cache
+
+    model = model_of("llama")
+    original = type(model).prepare_inputs_for_generation
+
+    def keeps_one(self, input_ids, **kwargs):
+        inputs = original(self, input_ids[:, -1:] if cut else input_ids, **kwargs)
+        inputs["logits_to_keep"] = 1
+        return inputs
+
+    monkeypatch.setattr(model, "prepare_inputs_for_generation", keeps_one.__get__(model))
+    if passes:
+        assert check_chunk_after_cache(model)["steps_compared"] == 10
+    else:
+        with pytest.raises(DefectObserved):
+            check_chunk_after_cache(model)

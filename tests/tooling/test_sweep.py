@@ -80,19 +80,20 @@ def test_failures_are_attributed(make_registry, fake_scenarios):
     assert outcomes == {"only_when_patched": "defect", "unless_forced": "defect", "always_wrong": "defect",
                         "crashes": "crash", "unsupported": "unsupported"}
     verdicts = {k: v["verdict"] for k, v in per.items()}
+    # crashes: the same KeyError with every patch off, a loud upstream error (listed, not a new defect)
     assert verdicts == {"only_when_patched": "worse", "unless_forced": "catalog-wrong", "always_wrong": "unknown",
-                        "crashes": "unknown", "unsupported": "unsupported"}
+                        "crashes": "upstream-error", "unsupported": "unsupported"}
     unknown = {f["scenario"]: f for f in out["unknown"]}
-    assert set(unknown) == {"only_when_patched", "always_wrong", "crashes"}
+    assert set(unknown) == {"only_when_patched", "always_wrong"}
     assert unknown["only_when_patched"]["cause"].startswith("hf_genfix: upstream passes with every patch off")
     assert (unknown["always_wrong"]["arch"], unknown["always_wrong"]["step"],
             unknown["always_wrong"]["max_logit_diff"]) == ("llama", 3, 0.25)
-    assert unknown["crashes"]["kind"] == "crash" and "KeyError" in unknown["crashes"]["message"]
     (known,) = out["known"]
     assert known["explained_by"] == "unaffected-but-defect" and known["catalog_wrong"] is True
     assert known["summary"] == "fixture unaffected-but-defect"
-    (refused,) = out["unsupported"]
+    loud, refused = sorted(out["unsupported"], key=lambda f: f["scenario"])
     assert refused["scenario"] == "unsupported" and "does not support the static cache" in refused["cause"]
+    assert loud["kind"] == "crash" and "KeyError" in loud["message"] and "upstream raises it too" in loud["cause"]
     assert sweep.failed(out)
     text = sweep.render_text(out)
     assert "UNKNOWN DEFECT: llama / always_wrong (defect, step 3, max |logit diff| vs the oracle 0.25)" in text
@@ -101,6 +102,74 @@ def test_failures_are_attributed(make_registry, fake_scenarios):
     # The registry is as it was: the fixture patch installed, the other one not.
     assert {s.id: s.state for s in registry.status()} == {"fixed-here": "applied",
                                                          "unaffected-but-defect": "not-needed"}
+
+
+def wrong_otherwise(subject):
+    if _thing().answer() == 41:  # upstream raises; with the fixture patch the answer is silently wrong instead
+        raise TypeError("upstream refuses")
+    raise DefectObserved("patched: wrong", step=1, max_logit_diff=0.5)
+
+
+def test_worse_and_unknown_counts_are_the_lines(make_registry, fake_scenarios, monkeypatch):
+    """Every scenario the differential counts worse is listed as worse, one line each (also where both sides fail,
+    differently), and the summary's counts are the number of lines, in the text and in the JSON."""
+    monkeypatch.setitem(sweep.SCENARIOS, "wrong_otherwise", wrong_otherwise)
+    registry = make_registry("fixed-here", "unaffected-but-defect")
+    names = ["only_when_patched", "unless_forced", "always_wrong", "crashes", "wrong_otherwise"]
+    out = sweep.run_sweep(registry, archs=["llama"], scenarios=names, differential_all=True)
+    text = sweep.render_text(out)
+    worse = [line for line in text.splitlines() if line.startswith("  WORSE THAN UPSTREAM: ")]
+    unknown = [line for line in text.splitlines() if line.startswith("  UNKNOWN DEFECT: ")]
+    assert f"{len(unknown)} unknown defect(s), {len(worse)} worse than upstream" in text
+    assert out["differential"]["counts"]["worse"] == len(worse) == 2
+    assert sum(f["verdict"] == "worse" for f in out["unknown"]) == len(worse)
+    assert out["counts"]["worse"] == len(worse) and out["counts"]["unknown"] == len(unknown) == 1
+    loud = [line for line in text.splitlines() if line.startswith("  upstream-error: ")]
+    assert out["counts"]["upstream_error"] == len(loud) == 1 and f"{len(loud)} loud upstream error(s)" in text
+    (line,) = [w for w in worse if "wrong_otherwise" in w]
+    assert "upstream raises TypeError" in line and "step 1" in line
+
+
+class _Rounded:
+    """A stand-in model whose output moves by ``step`` when the fixture patch is installed."""
+
+    step = 1e-7
+
+    def generate(self):
+        import torch
+
+        return torch.tensor([1.0 + (self.step if _thing().answer() == 42 else 0.0)])
+
+
+def rounded(subject):
+    subject.model.generate()
+    return {}
+
+
+@pytest.mark.parametrize("step, documented, verdict", [(1e-7, True, "rounding"), (1e-7, False, "worse"),
+                                                       (1e-3, True, "worse")])
+def test_rounding_needs_a_documented_patch_and_a_float_rounding_difference(make_registry, monkeypatch, step,
+                                                                            documented, verdict):
+    """Both pass, outputs differ: ``rounding`` only where turning off one installed patch whose fix module says why
+    it cannot be bitwise (NOT_BITWISE) gives upstream's outputs bitwise, and the difference is float rounding."""
+    import importlib
+    from types import SimpleNamespace
+
+    from hf_genfix.oracles import differential
+
+    registry = make_registry("fixed-here")
+    _thing()  # the target first: its import installs the fix (from the fixes module)
+    if documented:
+        monkeypatch.setattr(importlib.import_module("genfix_doctor_fixture.fixes"), "NOT_BITWISE", "fixture reason",
+                            raising=False)
+    monkeypatch.setattr(_Rounded, "step", step)
+    subject = SimpleNamespace(model=_Rounded())
+    pair = differential.differential(registry, rounded, subject, (subject.model,))
+    assert pair["verdict"] == "worse"
+    got = sweep._rounding(registry, rounded, subject, pair)
+    assert (got[0] if got else "worse") == verdict
+    if got:
+        assert "fixed-here off" in got[1] and "fixture reason" in got[1]
 
 
 def test_budget_stops_starting_architectures(make_registry):
@@ -112,7 +181,8 @@ def test_an_architecture_where_everything_crashes_alike_is_unusable_not_a_defect
     for name in ("first", "second", "third"):
         monkeypatch.setitem(sweep.SCENARIOS, name, crashes)
     out = sweep.run_sweep(make_registry("fixed-here"), archs=["llama"], scenarios=["first", "second"])
-    assert len(out["unknown"]) == 2  # two alike are two findings: `--scenario A --scenario B` runs only two
+    # two alike are two findings (`--scenario A --scenario B` runs only two): loud, upstream raises the same
+    assert [f["verdict"] for f in out["unsupported"]] == ["upstream-error"] * 2, (out["unknown"], out["known"])
     out = sweep.run_sweep(make_registry("fixed-here"), archs=["llama"], scenarios=["first", "second", "third"])
     assert out["unknown"] == [] and out["unusable"]["llama"].startswith("KeyError: 'boom'")
     assert "unusable tiny: llama" in sweep.render_text(out)
@@ -201,3 +271,27 @@ def test_a_switched_off_patch_explains_the_scenario_its_manifest_claims():
     (finding,) = out["known"]
     assert (finding["explained_by"], finding["verdict"]) == ("right-padding", "known"), finding
     assert "first turn on right-padded prompts" in finding["message"] and not sweep.failed(out)
+
+
+def test_a_model_whose_own_generation_inputs_cannot_say_it_is_unsupported_there():
+    """4.x CTRL's own prepare_inputs_for_generation takes the full ids (it cuts the cache length off the front) and
+    gives no position_ids from the mask: chunk-after-cache and the padded scenarios fail there by the model's
+    contract, not by a defect (unsupported, with the reason). The generic method (llama) is not blamed."""
+    from hf_genfix.oracles.sweep import Subject
+
+    subject = Subject("llama")
+    assert subject.lacks(("cache_position",)) == subject.lacks(("padding",)) == ""
+    base = type(subject.model)
+
+    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, use_cache=None, **kwargs):
+        past = past_key_values.get_seq_length() if past_key_values is not None else 0
+        return {"input_ids": input_ids[:, past:] if input_ids.shape[1] > past else input_ids[:, -1:],
+                "past_key_values": past_key_values, "use_cache": use_cache,
+                "attention_mask": kwargs.get("attention_mask")}
+
+    legacy = type("LegacyForCausalLM", (base,), {"prepare_inputs_for_generation": prepare_inputs_for_generation,
+                                                 "__module__": "transformers.models.legacy.modeling_legacy"})
+    subject.model.__class__ = legacy
+    subject._padding = None
+    assert "takes no cache_position" in subject.lacks(("cache_position",))
+    assert "no position_ids from the attention mask" in subject.lacks(("padding",))

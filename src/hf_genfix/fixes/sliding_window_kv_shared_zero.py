@@ -28,6 +28,11 @@ from typing import Any
 
 from .. import _record
 
+# Read by doctor --sweep --differential: where upstream is right the outputs differ from upstream's by float
+# rounding (~1e-7), never by a token.
+NOT_BITWISE = ("its sliding cache layers keep the last window of keys instead of every key, so the attention sums "
+               "over fewer (masked, zero-weight) keys in another order: the memory bound is the fix")
+
 DYNAMIC_INIT = "transformers.cache_utils:DynamicCache.__init__"
 STATIC_INIT = "transformers.cache_utils:StaticCache.__init__"
 DYNAMIC_LAYER = "transformers.cache_utils:DynamicLayer"

@@ -254,6 +254,13 @@ def chunk_after_cache(model: Any, stated: str = "cache_position") -> tuple[Any, 
         cache = cache_from_outputs(model(ids[:, :CHUNK_PREFIX], use_cache=True))
         inputs = model.prepare_inputs_for_generation(ids[:, CHUNK_PREFIX:], **{prepare_cache_keyword(): cache},
                                                      use_cache=True, **given)
+        keep = inputs.get("logits_to_keep")
+        if isinstance(keep, int) and not isinstance(keep, bool) and keep > 0:
+            # The model's own choice of how many positions get logits (Falcon-H1 sets config.num_logits_to_keep,
+            # 1, in its prepare_inputs_for_generation: generation needs the last only). It slices the head's output,
+            # not the ids fed: keep them all so that every fed token is checked (a chunk cut to its last token
+            # still gives 1 position).
+            inputs["logits_to_keep"] = 0
         return model(**inputs).logits, reference
 
 

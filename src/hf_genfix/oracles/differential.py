@@ -9,7 +9,8 @@ logits, the length of the returned cache) and, for scenarios that call the model
 ``compare`` judges the pair:
 
 - ``identical``: upstream passes its oracle and hf_genfix's outputs are bitwise identical;
-- ``corrected``: upstream is wrong or raises, hf_genfix passes the oracle;
+- ``corrected``: upstream is wrong or raises, hf_genfix passes the oracle; also where both pass but upstream is
+  off by 10x more than hf_genfix and beyond float noise (a defect under the oracle's tolerance; the detail says so);
 - ``same-exception``: both raise an exception of the same type;
 - ``unchanged``: upstream is wrong and hf_genfix returns the same (bitwise) wrong output: a defect it does not
   correct, not one it adds;
@@ -18,6 +19,9 @@ logits, the length of the returned cache) and, for scenarios that call the model
 - ``unsupported`` (the sweep's, not ``compare``'s): the model cannot do what the scenario asks (padding it cannot
   take), so its oracle means nothing; still ``worse`` where upstream passes and hf_genfix does not give the same,
   or hf_genfix raises where upstream returned;
+- ``rounding`` (the sweep's): both pass, the outputs differ by float rounding (under ``ROUNDING_LIMIT``), and
+  they are bitwise upstream's with one patch off whose fix module says why it cannot be bitwise (``NOT_BITWISE``:
+  a memory bound that shortens the attention's reduction, say); the reason is given per scenario;
 - ``worse``: anything else -- an exception or a wrong answer where upstream passed, different outputs where
   upstream was right, a wrong answer or another exception type where upstream raised, another wrong answer where
   upstream was wrong.
@@ -42,7 +46,10 @@ PASS, WRONG, RAISED, SKIPPED = "pass", "wrong", "raised", "skipped"
 IDENTICAL, CORRECTED, SAME_EXCEPTION = "identical", "corrected", "same-exception"
 UNCHANGED, REFUSED, NOT_RUN, WORSE = "unchanged", "refused", "skipped", "worse"
 UNSUPPORTED = "unsupported"  # given by the caller (the sweep) where the model cannot do what the scenario asks
-VERDICTS = (IDENTICAL, CORRECTED, SAME_EXCEPTION, UNCHANGED, REFUSED, UNSUPPORTED, NOT_RUN, WORSE)
+# Given by the sweep: both pass, the outputs differ by float rounding only, and turning off one patch whose fix
+# module documents why it cannot be bitwise (its ``NOT_BITWISE``) makes them bitwise upstream's.
+ROUNDING = "rounding"
+VERDICTS = (IDENTICAL, CORRECTED, SAME_EXCEPTION, UNCHANGED, REFUSED, UNSUPPORTED, ROUNDING, NOT_RUN, WORSE)
 
 
 @dataclass
@@ -70,6 +77,10 @@ def observe(scenario: Callable[[Any], Any], subject: Any, models: tuple[Any, ...
         with warnings.catch_warnings(), contextlib.ExitStack() as stack:
             warnings.simplefilter("ignore")
             for model in models:
+                # generate() keeps a static cache on the model (``_cache``) and reuses it in the next call: one left
+                # half-built by a run that raised made the other run raise otherwise (5.0.0 xglm, ctrl, trocr). Each
+                # run starts as a fresh call would.
+                vars(model).pop("_cache", None)
                 stack.enter_context(recording(model, outputs, forward=record_forward))
             figures = scenario(subject)
     except DefectObserved as exc:
@@ -114,6 +125,12 @@ def compare(upstream: Observation, ours: Observation) -> tuple[str, str]:
         if o.outcome != PASS:
             return WORSE, f"upstream passes; with hf_genfix {_describe(o)}"
         diff = difference(u.outputs, o.outputs)
+        if diff and _closer(o, u):
+            # Upstream's output is off by less than the oracle's tolerance but by 10x more than hf_genfix's (a
+            # defect the tolerance hides: 4.57's chunked prefill at unpadded positions, seen through Cohere's
+            # logit_scale of 1/16): upstream is not right there, so no bitwise equality is owed.
+            return CORRECTED, (f"upstream is off by {u.figures['max_logit_diff']:.3g} against the oracle (under its "
+                               f"tolerance), hf_genfix by {o.figures['max_logit_diff']:.3g}: {diff}")
         if diff:
             return WORSE, f"both pass the oracle, but the outputs are not bitwise identical: {diff}"
         return IDENTICAL, f"{len(o.outputs)} output(s) bitwise identical"
@@ -124,7 +141,7 @@ def compare(upstream: Observation, ours: Observation) -> tuple[str, str]:
             diff = difference(u.outputs, o.outputs)
             if not diff:
                 return UNCHANGED, f"the same wrong output as upstream ({u.message})"
-            return WORSE, f"upstream {_describe(u)}; hf_genfix gives another wrong output: {o.message}"
+            return WORSE, f"upstream {_describe(u)}; hf_genfix gives another wrong output: {o.message} ({diff})"
         if o.outcome == RAISED:
             return REFUSED, f"upstream is silently wrong ({u.message}); hf_genfix raises {o.message}"
         return WORSE, f"upstream {_describe(u)}; with hf_genfix {_describe(o)}"
@@ -134,6 +151,19 @@ def compare(upstream: Observation, ours: Observation) -> tuple[str, str]:
     if o.outcome == WRONG:
         return WORSE, f"upstream raises {_error(u)}; hf_genfix returns a wrong answer instead: {o.message}"
     return WORSE, f"upstream {_describe(u)}; with hf_genfix {_describe(o)}"
+
+
+NOISE = 1e-7  # float32 rounding in a tiny model's logits: a difference under it tells nothing
+ROUNDING_LIMIT = 1e-5  # the most a documented not-bitwise patch may move a tiny model's logits
+
+
+def _closer(ours: Observation, upstream: Observation) -> bool:
+    """Whether both runs measured their distance to the oracle and hf_genfix's is 10x smaller than upstream's
+    (beyond float noise): upstream passes by the tolerance only."""
+    o, u = ours.figures.get("max_logit_diff"), upstream.figures.get("max_logit_diff")
+    if not isinstance(o, (int, float)) or not isinstance(u, (int, float)):
+        return False
+    return u > 10 * max(o, NOISE)
 
 
 def _error(obs: Observation) -> str | None:
@@ -236,6 +266,31 @@ def difference(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> str:
     return ""
 
 
+def largest_difference(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> float:
+    """The largest |difference| between two recordings' float tensors; inf where anything else differs (a token,
+    a shape, a cache length, the number of calls)."""
+    import torch
+
+    if len(a) != len(b):
+        return float("inf")
+    largest = 0.0
+    for x, y in zip(a, b):
+        if set(x) != set(y):
+            return float("inf")
+        for key in x:
+            u, v = x[key], y[key]
+            pairs = list(zip(u, v)) if isinstance(u, tuple) and isinstance(v, tuple) and len(u) == len(v) else [(u, v)]
+            for p, q in pairs:
+                if not (torch.is_tensor(p) and torch.is_tensor(q)):
+                    if p != q:
+                        return float("inf")
+                elif p.shape != q.shape or p.dtype != q.dtype or (not p.is_floating_point() and not torch.equal(p, q)):
+                    return float("inf")
+                elif p.is_floating_point() and p.numel():
+                    largest = max(largest, float((p.float() - q.float()).abs().max()))
+    return largest
+
+
 def _tensor_difference(p: Any, q: Any) -> str:
     import torch
 
@@ -261,6 +316,7 @@ def summary_line(counts: dict[str, int]) -> str:
     parts = [f"{counts.get(v, 0)} {v}" for v in (IDENTICAL, CORRECTED, SAME_EXCEPTION)]
     parts += [f"{counts[v]} {v}" for v in (UNCHANGED, REFUSED) if counts.get(v)]
     parts += [f"{counts[UNSUPPORTED]} unsupported by the model"] if counts.get(UNSUPPORTED) else []
+    parts += [f"{counts[ROUNDING]} rounding (a documented patch)"] if counts.get(ROUNDING) else []
     parts.append(f"{counts.get(WORSE, 0)} worse")
     skipped = f" ({counts[NOT_RUN]} more cannot run here)" if counts.get(NOT_RUN) else ""
     return f"{ran} scenarios: {', '.join(parts)}{skipped}"

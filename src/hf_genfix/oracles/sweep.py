@@ -15,6 +15,8 @@ against the no-cache reference, with the patches installed as the user has them.
   patch is not installed here or leaves upstream's output as it is, or forcing a not-installed patch removes it;
 - ``catalog-wrong``: a patch removes it, but the patch's ``affected`` range excludes this release (exit 1);
 - ``worse``: upstream (every patch off, ``differential.differential``) passes where hf_genfix fails (exit 1);
+- ``upstream-error``: transformers raises, the same exception type with every patch off, and no patch removes
+  it: loud, never silently wrong; listed with the exception (a shape error of a static cache, say);
 - ``unknown``: a defect nothing explains (exit 1): architecture, scenario, step, logit difference.
 
 A manifest claims scenarios with ``sweep = ["scenario", "scenario/arch-glob", ...]`` (docs/writing-a-patch.md):
@@ -57,6 +59,7 @@ _UNSUPPORTED = ("not support", "isn't supported", "is not supported", "not compa
 PASS, SKIPPED, UNSUPPORTED, KNOWN = "pass", "skipped", "unsupported", "known"
 CATALOG_WRONG, WORSE, UNKNOWN = "catalog-wrong", "worse", "unknown"
 UNUSABLE = "unusable"  # the architecture's tiny config does not suit it: every scenario crashes alike
+LOUD = "upstream-error"  # transformers raises, the same without hf_genfix, and no patch removes it
 FAILING = (CATALOG_WRONG, WORSE, UNKNOWN)
 MEANING = {
     PASS: "the output matches the oracle",
@@ -67,6 +70,8 @@ MEANING = {
     WORSE: "upstream passes with every patch off, hf_genfix fails: a regression hf_genfix causes",
     UNKNOWN: "a defect no manifest explains: new",
     UNUSABLE: "every scenario of the architecture crashes alike: its tiny config does not suit it",
+    LOUD: "transformers raises (the same exception with every patch off) and no patch removes it: a loud "
+          "upstream error, never a silently wrong answer; not a regression, listed with the exception",
 }
 
 Scenario = Callable[["Subject"], dict]
@@ -77,8 +82,9 @@ def scenario(name: str, needs: Sequence[str] = (), record_forward: bool = False)
     """Register a scenario. ``needs``: "kv" (it rewinds, chunks or pre-allocates an attention KV cache: not run on
     a model without one), "padding" (its batch is padded: a failure of a model that cannot take padding is
     ``unsupported``), "reorder" (beam search reorders the cache: a failure of a model whose cache is a recurrent
-    state is ``unsupported``). ``record_forward``: the scenario calls the model by hand, so the differential compares every
-    forward's logits (generate() outputs are always compared)."""
+    state is ``unsupported``), "cache_position" (a caller states new tokens by it: a model whose own
+    prepare_inputs_for_generation takes none is ``unsupported``). ``record_forward``: the scenario calls the model
+    by hand, so the differential compares every forward's logits (generate() outputs are always compared)."""
 
     def register(func: Scenario) -> Scenario:
         func.needs = tuple(needs)  # type: ignore[attr-defined]
@@ -172,7 +178,53 @@ class Subject:
             self._padding = "" if diff <= tolerance() else (
                 f"a left-padded forward differs from the unpadded row by {diff:.3g} (its forward takes "
                 f"{'position_ids' if self.takes_position_ids else 'no position_ids'}): it cannot take padding")
+            if not self._padding and self.takes_position_ids and not self._positions_from_mask(ids, mask):
+                # 4.x CTRL and OpenAI-GPT: the forward places a padded row right when given positions, but their
+                # own prepare_inputs_for_generation never derives them from the mask, so generate() counts the pads.
+                self._padding = ("its prepare_inputs_for_generation gives no position_ids from the attention mask "
+                                 "(generate() counts a left-padded row's pads as positions): it cannot take padding "
+                                 "in generate()")
         return self._padding
+
+    def _own_prepare_inputs(self) -> Any:
+        """The model's own prepare_inputs_for_generation (a transformers.models class defines it), or None for the
+        generic one of GenerationMixin."""
+        owner = next((c for c in type(self.model).__mro__ if "prepare_inputs_for_generation" in vars(c)), None)
+        if owner is None or not owner.__module__.startswith("transformers.models."):
+            return None
+        return vars(owner)["prepare_inputs_for_generation"]
+
+    def _takes_cache_position(self) -> bool:
+        """False where the model's own prepare_inputs_for_generation names no cache_position and, given one for a
+        10-token chunk after a cached 3-token prefix, still cuts the chunk (4.x CTRL slices by the cache length)."""
+        import torch
+
+        from ..helpers.decode import cache_from_outputs
+
+        own = self._own_prepare_inputs()
+        if own is None or "cache_position" in inspect.signature(own).parameters:
+            return True
+        ids = torch.tensor([self.rows(13, seed=96)[0]])
+        try:
+            with torch.no_grad():
+                cache = cache_from_outputs(self.model(ids[:, :3], use_cache=True))
+                inputs = self.model.prepare_inputs_for_generation(ids[:, 3:], past_key_values=cache, use_cache=True,
+                                                                  cache_position=torch.arange(3, 13))
+        except Exception:  # noqa: BLE001 - unsure: not the reason
+            return True
+        fed = inputs.get("input_ids")
+        return fed is None or fed.shape[-1] == 10
+
+    def _positions_from_mask(self, ids: Any, mask: Any) -> bool:
+        """Whether the model's generation inputs for a left-padded row carry position ids (True when unsure, and
+        for the generic method: where generate() derives positions elsewhere, a padding failure stays a defect)."""
+        if self._own_prepare_inputs() is None:
+            return True
+        try:
+            inputs = self.model.prepare_inputs_for_generation(ids, attention_mask=mask, use_cache=False)
+        except Exception:  # noqa: BLE001 - a signature this probe does not know: not the reason
+            return True
+        return inputs.get("position_ids") is not None
 
     def lacks(self, needs: Sequence[str]) -> str:
         """Why the model cannot do what a scenario with ``needs`` asks ("" when it can)."""
@@ -182,6 +234,9 @@ class Subject:
             return "the model ignores attention_mask (masking tokens out leaves its logits unchanged)"
         if "padding" in needs:
             return self.padding_problem()
+        if "cache_position" in needs and not self._takes_cache_position():
+            return ("its own prepare_inputs_for_generation takes no cache_position (it slices the ids by the cache "
+                    "length: the full-ids contract of generate()), so a caller cannot say that a chunk is new")
         if "reorder" in needs and not self.kv_cache:
             # 5.24 refuses it for RWKV in words ("the cache cannot be reordered"); older releases go on silently.
             return "a recurrent state, no attention KV cache: beam search would have to reorder it"
@@ -305,7 +360,7 @@ def manual_loop(s: Subject) -> dict:
     return decode.check_manual_loop(s.model)
 
 
-@scenario("chunk-after-cache", needs=("kv",), record_forward=True)
+@scenario("chunk-after-cache", needs=("kv", "cache_position"), record_forward=True)
 def chunk_after_cache(s: Subject) -> dict:
     """A cached 3-token prefix (a system prompt), then a 10-token chunk through ``prepare_inputs_for_generation``
     with the caller's explicit ``cache_position``: all 10 tokens are new and every one's logits must match."""
@@ -539,6 +594,12 @@ def explain(registry: Any, func: Scenario, subject: Subject, out: dict[str, Any]
         # transformers refuses the call in words, and no patch of the catalog removes the refusal (5.0.0's "Cannot
         # use prefill chunking without a cache" is a defect that sliding-window-prefill-chunks claims).
         return {"verdict": UNSUPPORTED, "explained_by": None, "cause": out.get("message", "")}
+    if out["outcome"] == "crash" and (pair is None or pair["verdict"] == differential.SAME_EXCEPTION):
+        # Loud: the user gets upstream's exception, with or without hf_genfix (4.57.6: CTRL, XGLM, TrOCR and OLMoE
+        # with a static cache, shape errors). Listed with the exception; a patch may take it up later.
+        return {"verdict": LOUD, "explained_by": None,
+                "cause": "upstream raises it too, " + (f"with every patch off: {pair['upstream'].message}" if pair
+                                                        else "no patch is installed here")}
     cause = "unknown"
     if pair is not None and pair["verdict"] == differential.WORSE:
         cause += f"; without hf_genfix it fails otherwise: {pair['upstream'].message}"
@@ -611,14 +672,16 @@ def run_sweep(registry: Any = None, archs: Iterable[str] | None = None, scenario
             if differential_all and name in runs:
                 pair = differential.differential(registry, func, subject, (subject.model,),
                                                  getattr(func, "record_forward", False), ours=runs[name])
-                verdict = pair["verdict"]
+                verdict, detail = pair["verdict"], pair["detail"]
                 if verdict != differential.IDENTICAL and subject.lacks(getattr(func, "needs", ())):
                     verdict = _unsupported_pair(pair)
-                out["differential"] = {"verdict": verdict, "detail": pair["detail"]}
+                if verdict == differential.WORSE:
+                    verdict, detail = _rounding(registry, func, subject, pair) or (verdict, detail)
+                out["differential"] = {"verdict": verdict, "detail": detail}
                 pairs.append(verdict)
             if out["outcome"] == PASS:
                 out["verdict"] = PASS
-                if pair is not None and pair["verdict"] == differential.WORSE:
+                if pair is not None and out["differential"]["verdict"] == differential.WORSE:
                     out.update(verdict=WORSE, cause=f"hf_genfix: {pair['detail']}", explained_by=None)
             elif out["outcome"] == SKIPPED:
                 out["verdict"] = SKIPPED
@@ -626,6 +689,12 @@ def run_sweep(registry: Any = None, archs: Iterable[str] | None = None, scenario
                 out["verdict"] = UNSUPPORTED
             else:
                 out.update(explain(registry, func, subject, out, memos.setdefault(name, {}), pair))
+            if out.get("differential", {}).get("verdict") == differential.WORSE and out["verdict"] != WORSE:
+                # The differential counts it worse (both fail, hf_genfix otherwise than upstream): it is listed as
+                # worse too, so that the summary's count is the number of lines (what explained the failure stays
+                # in the cause).
+                out.update(verdict=WORSE, cause=f"hf_genfix: {out['differential']['detail']} "
+                                                f"(the failure itself: {out.get('cause', '')})", explained_by=None)
             if out["verdict"] in (PASS, SKIPPED):
                 continue
             finding = {"arch": model_type, "scenario": name, "kind": out["outcome"], "verdict": out["verdict"],
@@ -634,15 +703,15 @@ def run_sweep(registry: Any = None, archs: Iterable[str] | None = None, scenario
                        "cause": out.get("cause", out.get("message", "")), "explained_by": out.get("explained_by"),
                        "summary": summaries.get(out.get("explained_by") or "", ""),
                        "catalog_wrong": out.get("catalog_wrong", False)}
-            group = {CATALOG_WRONG: KNOWN, WORSE: UNKNOWN}.get(out["verdict"], out["verdict"])
+            group = {CATALOG_WRONG: KNOWN, WORSE: UNKNOWN, LOUD: UNSUPPORTED}.get(out["verdict"], out["verdict"])
             if out["verdict"] == UNSUPPORTED and name not in runs:
                 continue  # not run at all (no KV cache): in the per-architecture results only
             findings[group].append(finding)
         seconds = time.perf_counter() - arch_start
         results[model_type] = {"seconds": round(seconds, 3), "scenarios": per}
         verdicts = [o["verdict"] for o in per.values()]
-        counts = ", ".join(f"{verdicts.count(v)} {v}" for v in (PASS, SKIPPED, UNSUPPORTED, KNOWN, CATALOG_WRONG,
-                                                                   WORSE, UNKNOWN) if verdicts.count(v))
+        counts = ", ".join(f"{verdicts.count(v)} {v}" for v in (PASS, SKIPPED, UNSUPPORTED, LOUD, KNOWN,
+                                                                   CATALOG_WRONG, WORSE, UNKNOWN) if verdicts.count(v))
         say(f"{counter}: {len(names)} scenarios in {seconds:.1f} s: {counts} "
             f"(elapsed {time.perf_counter() - start:.0f} s)")
     out = {
@@ -676,6 +745,7 @@ def run_sweep(registry: Any = None, archs: Iterable[str] | None = None, scenario
         out["seconds"] = round(time.perf_counter() - start, 3)
         counts = differential.tally(pairs)
         out["differential"] = {"counts": counts, "summary": differential.summary_line(counts)}
+    out["counts"] = counts_of(out)  # after the save and process scenarios: every line listed is counted
     return out
 
 
@@ -697,6 +767,34 @@ def _add_save_scenarios(registry: Any, out: dict[str, Any], pairs: list[str], sa
     say(f"save -> reload -> compare: {saved['summary']} in {time.perf_counter() - start:.1f} s")
 
 
+def _rounding(registry: Any, func: Scenario, subject: Subject, pair: dict[str, Any]) -> tuple[str, str] | None:
+    """(``rounding``, why) where both pass, the outputs differ by float rounding only, and one installed patch whose
+    fix module documents why it cannot be bitwise (``NOT_BITWISE``) is the whole difference: with it off the outputs
+    are upstream's, bitwise. None otherwise (the pair stays worse)."""
+    import importlib
+
+    from .._registry import INSTALLED
+
+    u, o = pair["upstream"], pair["ours"]
+    if u.outcome != differential.PASS or o.outcome != differential.PASS:
+        return None
+    if differential.largest_difference(u.outputs, o.outputs) > differential.ROUNDING_LIMIT:
+        return None
+    for status in registry.status():
+        if status.state not in INSTALLED:
+            continue
+        manifest = next(m for m in registry.manifests() if m.id == status.id)
+        reason = getattr(importlib.import_module(manifest.fix.partition(":")[0]), "NOT_BITWISE", None)
+        if not reason:
+            continue
+        with registry.disabled(status.id):
+            without = observe(func, subject)
+        if without.outcome == differential.PASS and not differential.difference(u.outputs, without.outputs):
+            return differential.ROUNDING, (f"{pair['detail']}; bitwise upstream's with {status.id} off, which "
+                                           f"cannot be bitwise: {reason}")
+    return None
+
+
 def _unsupported_pair(pair: dict[str, Any]) -> str:
     """The differential verdict where the model cannot do what the scenario asks: the oracle means nothing, but
     hf_genfix must still not raise where upstream returned, nor change a right answer."""
@@ -704,6 +802,15 @@ def _unsupported_pair(pair: dict[str, Any]) -> str:
     if u.outcome == differential.PASS or (o.outcome == differential.RAISED and u.outcome != differential.RAISED):
         return pair["verdict"]
     return differential.UNSUPPORTED
+
+
+def counts_of(sweep: dict[str, Any]) -> dict[str, int]:
+    """The summary's numbers, each the number of findings listed (one line each in the text report)."""
+    worse = sum(1 for f in sweep["unknown"] if f["verdict"] == WORSE)
+    wrong = sum(1 for f in sweep.get("known", []) if f.get("catalog_wrong"))
+    loud = sum(1 for f in sweep.get("unsupported", []) if f["verdict"] == LOUD)
+    return {"unknown": len(sweep["unknown"]) - worse, "worse": worse, "known": len(sweep.get("known", [])) - wrong,
+            "catalog_wrong": wrong, "unsupported": len(sweep.get("unsupported", [])) - loud, "upstream_error": loud}
 
 
 def failed(sweep: dict[str, Any]) -> bool:
@@ -732,7 +839,7 @@ def render_text(sweep: dict[str, Any]) -> str:
         lines.append(f"  {label}: {f['arch']} / {f['scenario']} ({f['kind']}, {where}{diff_text}): "
                      f"{f['message']} [{f['cause']}]{patch}")
     for f in sweep.get("unsupported", []):
-        lines.append(f"  unsupported: {f['arch']} / {f['scenario']}: {f['cause']}")
+        lines.append(f"  {f['verdict']}: {f['arch']} / {f['scenario']}: {f['cause']}")
     present = {o.get("verdict") for a in archs.values() for o in a["scenarios"].values()}
     if present & set(MEANING):
         lines.append("verdicts: " + "; ".join(f"{v} = {MEANING[v]}" for v in MEANING if v in present)
@@ -742,14 +849,12 @@ def render_text(sweep: dict[str, Any]) -> str:
         lines.append(f"differential (with vs without hf_genfix): {sweep['differential']['summary']}")
     if sweep.get("saved"):
         lines.append(f"  of which saved folders (save -> reload -> compare): {sweep['saved']['summary']}")
-    worse = sum(1 for f in sweep["unknown"] if f["verdict"] == WORSE)
-    new = len(sweep["unknown"]) - worse
-    wrong = [f for f in sweep.get("known", []) if f.get("catalog_wrong")]
-    lines.append(f"sweep: {'FAILED' if failed(sweep) else 'OK'}: {new} unknown defect(s), {worse} worse than "
-                 f"upstream, {len(sweep.get('known', [])) - len(wrong)} known (in the catalog), "
-                 f"{len(sweep.get('unsupported', []))} unsupported by the model"
-                 + (f", {len(wrong)} explained by a patch whose range excludes this release (catalog wrong)"
-                    if wrong else ""))
+    n = counts_of(sweep)
+    lines.append(f"sweep: {'FAILED' if failed(sweep) else 'OK'}: {n['unknown']} unknown defect(s), {n['worse']} worse "
+                 f"than upstream, {n['known']} known (in the catalog), {n['unsupported']} unsupported by the model, "
+                 f"{n['upstream_error']} loud upstream error(s)"
+                 + (f", {n['catalog_wrong']} explained by a patch whose range excludes this release (catalog wrong)"
+                    if n["catalog_wrong"] else ""))
     return "\n".join(lines)
 
 
