@@ -256,3 +256,18 @@ def test_progress_bars_are_quiet_in_the_calling_thread_only():
     assert seen["here"] is tlog.EmptyTqdm
     assert seen["other"] is not tlog.EmptyTqdm
     assert tlog._tqdm_hook is before
+
+
+@pytest.mark.slow
+def test_forked_programs_get_what_separate_interpreters_get(monkeypatch):
+    # PlainRun forks one interpreter per program after importing torch & co.; each child must see what a fresh
+    # interpreter of the same program sees, for every shipped patch.
+    from hf_genfix._manifest import load_dir
+    from hf_genfix.oracles.user_programs import PlainRun
+
+    patches = [(m.id, m.family) for m in load_dir()]
+    forked = PlainRun(patches).results()
+    monkeypatch.delattr("os.fork")
+    separate = PlainRun(patches).results()
+    assert forked == separate
+    assert all(r["error"] is None for r in forked.values() if r["program"]), forked
