@@ -114,4 +114,13 @@ def main(engine: str, workdir: str, setup: bool) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3:] == ["setup"]))
+    code = main(sys.argv[1], sys.argv[2], sys.argv[3:] == ["setup"])
+    if sys.argv[1] in ("torchrun", "accelerate"):
+        # torch 2.13's c10d/gloo now and then aborts a rank at interpreter teardown ("terminate called without an
+        # active exception": a C++ thread still joinable), about one launch in eight here, with or without
+        # hf_genfix, after the rank's work is done and its results written. Teardown is not what these tests
+        # check: a launched rank ends without it.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
