@@ -147,6 +147,8 @@ def pad_assigned_by_hf_genfix(tokenizer: Any) -> bool:
     stored = vars(tokenizer).get("_special_tokens_map")
     if isinstance(stored, dict) and "pad_token" in stored:  # where the release keeps one, every setter stores there
         return stored["pad_token"] is chosen
+    if "_pad_token" in vars(tokenizer):  # up to 4.5x the pad_token setter stores the value as given there
+        return vars(tokenizer)["_pad_token"] is chosen
     return str(getattr(tokenizer, "pad_token", None)) == chosen
 
 
