@@ -338,8 +338,24 @@ def quiet_progress() -> Iterator[None]:
         from transformers.utils import logging as tlog
     except Exception:  # noqa: BLE001 - no transformers, no bars
         tlog = None
-    if tlog is None or not hasattr(tlog, "_tqdm_hook") or not hasattr(tlog, "EmptyTqdm"):
+    if tlog is None:
         yield
+        return
+    if not hasattr(tlog, "_tqdm_hook") or not hasattr(tlog, "EmptyTqdm"):
+        # Releases without the hook (4.x, 5.0 - 5.x before it): only the global switch exists. doctor owns its
+        # process, so it turns the bars off for the block (the first open block) and back on after the last.
+        with _BARS_LOCK:
+            if _BARS["open"] == 0:
+                _BARS["previous"] = tlog.is_progress_bar_enabled()
+                tlog.disable_progress_bar()
+            _BARS["open"] += 1
+        try:
+            yield
+        finally:
+            with _BARS_LOCK:
+                _BARS["open"] -= 1
+                if _BARS["open"] == 0 and _BARS["previous"]:
+                    tlog.enable_progress_bar()
         return
     with _BARS_LOCK:
         if _BARS["open"] == 0:
