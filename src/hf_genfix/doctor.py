@@ -560,6 +560,9 @@ def main(argv: Sequence[str] | None = None, registry: Any = None) -> int:
     parser.add_argument("--differential", action="store_true",
                         help="with --sweep: also run every scenario without hf_genfix and compare the outputs "
                              "(never worse than upstream; about twice the time)")
+    parser.add_argument("--quick", action="store_true",
+                        help="with --sweep: a fixed sample of the architectures and combinations (a couple of "
+                             "minutes); the matrix run covers them all")
     parser.add_argument("--quiet", action="store_true", help="with --sweep: no progress lines on stderr")
     parser.add_argument("--dtype", default="float32", metavar="DTYPE",
                         help=f"build the probes' models in DTYPE: {', '.join(DTYPES)} (default float32); logits "
@@ -567,8 +570,8 @@ def main(argv: Sequence[str] | None = None, registry: Any = None) -> int:
     parser.add_argument("--device", default="cpu", metavar="DEVICE",
                         help="run the probes on DEVICE (default cpu; e.g. cuda, cuda:1)")
     args = parser.parse_args(list(argv or []))
-    if args.differential and not args.sweep:
-        parser.error("--differential goes with --sweep")
+    if (args.differential or args.quick) and not args.sweep:
+        parser.error("--differential and --quick go with --sweep")
     missing = missing_requirement(args.device)
     if missing:
         sys.stderr.write(f"hf-genfix doctor: {missing}\n")
@@ -634,6 +637,7 @@ def _main(args: argparse.Namespace, registry: Any, setting: Any) -> int:
             report["sweep"] = sweep_mod.run_sweep(
                 registry, archs=args.arch or None, scenarios=args.scenario or None, budget_s=args.sweep_budget,
                 differential_all=args.differential, progress=None if args.quiet else sweep_mod.stderr_progress,
+                quick=args.quick,
             )
         if sweep_mod.failed(report["sweep"]):
             exit_code = EXIT_FAILING

@@ -77,6 +77,20 @@ MEANING = {
 Scenario = Callable[["Subject"], dict]
 SCENARIOS: dict[str, Scenario] = {}
 
+# ``doctor --sweep --quick``: a deterministic sample of the architectures (and of the combinations a scenario
+# enumerates, through ``pick``) so that a sweep fits in a couple of minutes; the matrix run covers them all.
+QUICK_ARCHS = 16
+_quick = False
+
+
+def pick(items: Iterable[Any], k: int) -> list[Any]:
+    """All of ``items`` on a full sweep; on a quick one, ``k`` of them spread evenly (the same ones every run)."""
+    items = list(items)
+    if not _quick or len(items) <= k:
+        return items
+    step = len(items) / k
+    return [items[int(i * step)] for i in range(k)]
+
 
 def scenario(name: str, needs: Sequence[str] = (), record_forward: bool = False) -> Callable[[Scenario], Scenario]:
     """Register a scenario. ``needs``: "kv" (it rewinds, chunks or pre-allocates an attention KV cache: not run on
@@ -608,13 +622,25 @@ def explain(registry: Any, func: Scenario, subject: Subject, out: dict[str, Any]
 
 def run_sweep(registry: Any = None, archs: Iterable[str] | None = None, scenarios: Iterable[str] | None = None,
               budget_s: float | None = None, differential_all: bool = False,
-              progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+              progress: Callable[[str], None] | None = None, quick: bool = False) -> dict[str, Any]:
     """Run ``scenarios`` (all by default) on ``archs`` (every decoder-only type by default) and judge them.
 
     ``differential_all``: also run every scenario without hf_genfix and record ``differential.compare``'s verdict
     (a ``worse`` one is a finding). ``progress``: called with one line per architecture (doctor: stderr).
-    ``budget_s`` stops starting new architectures (coverage, never a verdict).
+    ``budget_s`` stops starting new architectures (coverage, never a verdict). ``quick``: a deterministic sample
+    of the architectures (``QUICK_ARCHS`` of them unless ``archs`` names them) and of each scenario's combinations
+    (``pick``).
     """
+    global _quick
+    _quick = quick
+    try:
+        return _run_sweep(registry, archs, scenarios, budget_s, differential_all, progress, quick)
+    finally:
+        _quick = False
+
+
+def _run_sweep(registry: Any, archs: Iterable[str] | None, scenarios: Iterable[str] | None, budget_s: float | None,
+               differential_all: bool, progress: Callable[[str], None] | None, quick: bool) -> dict[str, Any]:
     import hf_genfix
 
     registry = registry or hf_genfix._default()
@@ -624,6 +650,9 @@ def run_sweep(registry: Any = None, archs: Iterable[str] | None = None, scenario
     if bad:
         raise SystemExit(f"hf-genfix doctor --sweep: unknown scenario(s) {bad}; known: {list(SCENARIOS)}")
     types = list(archs or decoder_only_types())
+    want = QUICK_ARCHS if quick and not archs else None  # a quick sweep: the first QUICK_ARCHS built ones of ...
+    if want is not None:
+        types = [t for offset in range(3) for t in types[offset::3]]  # ... every third type, then the next ones
     results: dict[str, Any] = {}
     skipped: dict[str, str] = {}
     findings: dict[str, list[dict[str, Any]]] = {v: [] for v in (UNKNOWN, KNOWN, UNSUPPORTED)}
@@ -635,6 +664,8 @@ def run_sweep(registry: Any = None, archs: Iterable[str] | None = None, scenario
     say = progress or (lambda line: None)
     for index, model_type in enumerate(types, 1):
         counter = f"[{index:>{len(str(len(types)))}}/{len(types)}] {model_type}"
+        if want is not None and len(results) >= want:
+            break
         if budget_s is not None and time.perf_counter() - start > budget_s:
             not_reached.append(model_type)
             continue
@@ -721,6 +752,7 @@ def run_sweep(registry: Any = None, archs: Iterable[str] | None = None, scenario
         "not_buildable": skipped,
         "unusable": unusable,
         "not_reached": not_reached,
+        "quick": quick,
         "unknown": findings[UNKNOWN],
         "known": findings[KNOWN],
         "unsupported": findings[UNSUPPORTED],
