@@ -177,6 +177,27 @@ def test_budget_stops_starting_architectures(make_registry):
     assert out["not_reached"] == ["llama", "gpt2"] and out["architectures"] == {}
 
 
+def test_quick_builds_a_fixed_sample_and_pick_samples_only_then(make_registry, monkeypatch):
+    built: list[str] = []
+    monkeypatch.setattr(sweep, "decoder_only_types", lambda: [f"t{i:02d}" for i in range(30)])
+    monkeypatch.setattr(sweep, "QUICK_ARCHS", 4)
+
+    class Fake:
+        def __init__(self, model_type):
+            if model_type in ("t00", "t06"):  # not buildable: the quick sample takes the next ones instead
+                raise sweep.ProbeSkipped("no tiny config")
+            built.append(model_type)
+
+    monkeypatch.setattr(sweep, "Subject", Fake)
+    monkeypatch.setattr(sweep, "SCENARIOS", {})
+    out = sweep.run_sweep(make_registry("fixed-here"), quick=True)
+    assert built == ["t03", "t09", "t12", "t15"] and out["quick"] is True
+    assert sweep.pick(range(10), 3) == list(range(10))  # outside a quick run every combination is kept
+    built.clear()
+    sweep.run_sweep(make_registry("fixed-here"))
+    assert len(built) == 28
+
+
 def test_an_architecture_where_everything_crashes_alike_is_unusable_not_a_defect(make_registry, monkeypatch):
     for name in ("first", "second", "third"):
         monkeypatch.setitem(sweep.SCENARIOS, name, crashes)
