@@ -391,3 +391,25 @@ def test_remote_patches_exist():
 
     ids = {m.id for m in load_dir()}
     assert set(REMOTE_PATCHES) <= ids
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_users_own_forward_calls_equal_the_reference(family, tmp_path):
+    """No generate(): ``model(ids, use_cache=True)``, then one more token with the ``past_key_values`` it returned,
+    as a user's own decode loop does. On 4.54 - 4.57 the cache-class families called ``get_usable_length`` on the
+    cache ``from_legacy_cache(None)`` built (AttributeError with and without hf_genfix before)."""
+    import torch
+
+    from hf_genfix.oracles.legacy_models import _family_repo, _loaded, rows_for
+    from hf_genfix.oracles.reference import assert_close, reference_logits
+
+    with _family_repo(family, tmp_path) as repo:
+        model = _loaded(family, repo)
+        row = [t for t in rows_for(family)[0] if t != getattr(model.config, "pad_token_id", None)]
+        with torch.no_grad():
+            first = model(input_ids=torch.tensor([row[:-1]]), use_cache=True)
+            assert_close(first.logits[0], reference_logits(model, row[:-1]), f"{family}: model(ids)")
+            second = model(input_ids=torch.tensor([row[-1:]]), past_key_values=first.past_key_values,
+                           attention_mask=torch.ones(1, len(row), dtype=torch.long),
+                           position_ids=torch.tensor([[len(row) - 1]]), use_cache=True)
+        assert_close(second.logits[0, -1], reference_logits(model, row)[-1], f"{family}: the next token")

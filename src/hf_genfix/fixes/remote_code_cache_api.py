@@ -38,7 +38,10 @@ cache it was given; code written for the current API is passed through untouched
   length and nothing appended (the tiny file then fails on its mask; the real Qwen-1 file generated wrong tokens,
   where upstream crashes).
 Nothing changes for calls that pass what the old code expects (a tuple, or None with a release that still has
-``from_legacy_cache``), and nothing is added to the cache classes.
+``from_legacy_cache`` and code that calls nothing 4.54 removed), and nothing is added to the cache classes. A plain
+``model(input_ids)`` (no ``generate()``, no cache given: None) of cache-class code on 4.54 - 4.57 gets the view too: there
+``from_legacy_cache(None)`` still builds a ``DynamicCache``, whose missing ``get_usable_length`` the code calls next
+(``AttributeError`` without the patch).
 """
 
 from __future__ import annotations
@@ -60,6 +63,8 @@ OLD_CACHE_API = (
     "DynamicCache.from_legacy_cache()", "Cache.to_legacy_cache()", "Cache.key_cache / value_cache",
     "tuple caches (past_key_values[0][0])",
 )
+# Gone from the cache classes in 4.54.0 while DynamicCache.from_legacy_cache() stayed (until 5.0.0).
+GONE_FROM_CACHE = ("Cache.get_usable_length()", "Cache.seen_tokens")
 
 
 def install(patcher: Any) -> None:
@@ -82,9 +87,15 @@ def install(patcher: Any) -> None:
         if not uses(type(instance), *OLD_CACHE_API):
             return wrapped(*args, **kwargs)  # code written for the current API: nothing to translate
         if not is_cache:
-            if has_from_legacy or not _use_cache(instance, kwargs):
+            if not _use_cache(instance, kwargs):
                 return wrapped(*args, **kwargs)
-            # 5.0+: old code would call DynamicCache.from_legacy_cache(None / tuples), which is gone.
+            if has_from_legacy and (cache is not None or not uses(type(instance), *GONE_FROM_CACHE)):
+                # Tuples are what the code expects (beam search's are remote-code-reorder-cache's), and what
+                # from_legacy_cache() builds still has everything else the code calls.
+                return wrapped(*args, **kwargs)
+            # 5.0+: old code would call DynamicCache.from_legacy_cache(None / tuples), which is gone; 4.54 - 4.57:
+            # it is there, but the cache it builds (a plain model(input_ids), no generate()) has no
+            # get_usable_length / seen_tokens, which the code calls next.
             cache = dynamic()
             for layer_idx, (key, value) in enumerate(kwargs.get("past_key_values") or ()):
                 cache.update(key, value, layer_idx)
