@@ -84,7 +84,7 @@ def main() -> int:
         times_left.append(tl)
     summary = ratio(ratios)
     # The patch's own work (detect, build the realigned call), timed alone: a noise-free bound on its cost.
-    from hf_genfix.fixes.right_padding import _plan
+    from hf_genfix.fixes.padding.right_padding import _plan
 
     start = time.perf_counter()
     for _ in range(200):

@@ -446,6 +446,11 @@ def render_markdown(manifests: Sequence[Any], rows: Mapping[str, Mapping[str, An
                   + (": " + ", ".join(f"`{k}`" for k in found) if found else "") + "."]
         if known.get(v):
             lines += [f"  Known (in the catalog, patched or not): " + ", ".join(f"`{k}`" for k in known[v]) + "."]
+    from hf_genfix.fixes import FAMILIES
+
+    lines += ["", "## Families", "", "| family | what it covers | patches |", "|---|---|---|"]
+    lines += [f"| {family} | {covers} | " + (", ".join(f"`{m.id}`" for m in manifests if m.family == family) or "-")
+              + " |" for family, covers in FAMILIES.items()]
     lines += ["", f"Disagreements: {len(problems)}."]
     lines += [f"- {p}" for p in problems]
     return "\n".join(lines) + "\n"

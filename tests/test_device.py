@@ -101,7 +101,7 @@ def _syncs(model, ids, mask, new_tokens, patched, **kwargs):
     # right-padding remembers the last 16 batches it realigned and compares a call's mask with each (a cost per
     # call that grows with that history, up to 16): every measurement starts with none, so the two lengths
     # compare like with like.
-    importlib.import_module("hf_genfix.fixes.right_padding")._realigned.clear()
+    importlib.import_module("hf_genfix.fixes.padding.right_padding")._realigned.clear()
     counter = SyncCounter()
     context = contextlib.nullcontext() if patched else hf_genfix.disabled()
     with context, torch.no_grad(), counter.counting():

@@ -40,8 +40,11 @@ def manifest_dir() -> str:
 
 def patch_ids() -> list[str]:
     """The ids of the shipped patches (a manifest's file name is its id; tests/test_manifests.py checks it)."""
+    names: list[str] = []
     try:
-        names = os.listdir(manifest_dir())
+        with os.scandir(manifest_dir()) as entries:  # patches/<family>/<id>.toml
+            for entry in entries:
+                names += os.listdir(entry.path) if entry.is_dir() else [entry.name]
     except FileNotFoundError:
         return []
     return sorted(name[:-5] for name in names if name.endswith(".toml"))

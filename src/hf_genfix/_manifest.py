@@ -22,7 +22,6 @@ class ManifestError(ValueError):
 
 _REQUIRED = ("id", "summary", "family", "targets", "affected", "fix", "probe", "evidence")
 _OPTIONAL = ("fixed_upstream", "sweep")
-_FAMILIES = ("padding", "prepare-inputs", "sliding-window", "decoding", "drafting", "model", "test")
 _ID = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
@@ -63,7 +62,10 @@ def default_dir() -> Path:
 
 def load_dir(directory: Path | str | None = None) -> list[Manifest]:
     directory = Path(directory) if directory is not None else default_dir()
-    manifests = [load_file(p) for p in sorted(directory.glob("*.toml"))]
+    # patches/<family>/<id>.toml, or a folder of loose manifests (tests, doctor fixtures); in the order of their
+    # ids whatever the folders, the order the registry decides and stacks them in
+    found = [*directory.glob("*.toml"), *directory.glob("*/*.toml")]
+    manifests = [load_file(p) for p in sorted(found, key=lambda p: (p.name, str(p)))]
     seen: dict[str, str] = {}
     for m in manifests:
         if m.id in seen:
@@ -101,8 +103,10 @@ def parse(data: Mapping[str, object], where: str = "<manifest>") -> Manifest:
     for key in ("summary", "affected", "fix", "probe"):
         if not isinstance(data[key], str) or not data[key].strip():
             raise fail(f"{key} must be a non-empty string")
-    if data["family"] not in _FAMILIES:
-        raise fail(f"family {data['family']!r} is not one of {_FAMILIES}")
+    from .fixes import FAMILIES
+
+    if data["family"] not in (*FAMILIES, "test"):
+        raise fail(f"family {data['family']!r} is not one of {tuple(FAMILIES)}")
     targets = data["targets"]
     if not isinstance(targets, list) or not targets or not all(
         isinstance(t, str) and _TARGET.match(t) for t in targets

@@ -182,12 +182,19 @@ def cmd_list(as_json: bool) -> int:
     if unverified:
         print(unverified)
     print(f"transformers {version}: {LIST_HEADER}" if version else "transformers is not installed: nothing to patch")
-    rows = [("id", "state", "affected", "summary")] + [
-        (r.id, r.state, r.affected, r.summary) for r in records
-    ]
+    from hf_genfix.fixes import FAMILIES
+
+    rows = [("id", "state", "affected", "summary")] + [(r.id, r.state, r.affected, r.summary) for r in records]
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[3])
+    line = lambda row: "  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[3]  # noqa: E731
+    print(line(rows[0]))
+    families = {r.family: None for r in records}
+    for family in [*(f for f in FAMILIES if f in families), *(f for f in families if f not in FAMILIES)]:
+        print(f"\n{family}: {FAMILIES.get(family, '')}".rstrip(": "))
+        for r in records:
+            if r.family == family:
+                print(line((r.id, r.state, r.affected, r.summary)))
+    print()
     for r in records:
         if r.state in ("armed", "drift", "failed", "pending", "forced"):
             print(f"  {r.id}: {r.state}: {r.reason}")

@@ -60,7 +60,7 @@ def test_stacks_with_sliding_window_draft_keys(attn):
 
     if not Version("5.15.0") <= _release() < Version("5.16.0"):
         pytest.skip("the two patches overlap on 5.15.x only (drafting-cache-crop: measured 5.15.0 and 5.15.1; "
-                    "5.14.x and 5.16.x crop the drafter right); tests/sliding covers sliding drafts elsewhere")
+                    "5.14.x and 5.16.x crop the drafter right); tests/sliding_window covers sliding drafts elsewhere")
     states = {s.id: s.state for s in hf_genfix.status()}
     assert states["drafting-cache-crop"] == states["sliding-window-draft-keys"] == "applied"
     target = sw.sliding_model("mistral", attn)

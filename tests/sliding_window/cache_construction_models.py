@@ -1,4 +1,4 @@
-"""Shared by tests/sliding/test_*.py: tiny models built once per module run, the release, and
+"""Shared by tests/sliding_window/test_*.py: tiny models built once per module run, the release, and
 the skips for scenarios outside issue 5's range."""
 
 from __future__ import annotations

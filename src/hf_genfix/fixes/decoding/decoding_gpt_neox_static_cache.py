@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextvars
 from typing import Any
 
-from .sliding_window_image_mask import bound_arguments
+from hf_genfix.fixes.sliding_window.sliding_window_image_mask import bound_arguments
 
 MODULE = "transformers.models.gpt_neox.modeling_gpt_neox"
 FORWARD = f"{MODULE}:GPTNeoXAttention.forward"

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .sliding_window_image_mask import bound_arguments
+from hf_genfix.fixes.sliding_window.sliding_window_image_mask import bound_arguments
 
 ASSISTED = "transformers.generation.utils:GenerationMixin._assisted_decoding"
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .sliding_window_image_mask import bound_arguments
+from hf_genfix.fixes.sliding_window.sliding_window_image_mask import bound_arguments
 
 FACTORY = "transformers.generation.utils:GenerationMixin._get_candidate_generator"
 

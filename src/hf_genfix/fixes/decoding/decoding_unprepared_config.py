@@ -48,6 +48,6 @@ def install(patcher: Any) -> None:
 
 
 def probe() -> dict[str, Any]:
-    from ..oracles.legacy_models import check_family_stream
+    from hf_genfix.oracles.legacy_models import check_family_stream
 
     return check_family_stream("chatglm3")

@@ -15,7 +15,7 @@ import os
 import threading
 from typing import Any, Callable, Mapping
 
-from .._fork import reset_in_child
+from hf_genfix._fork import reset_in_child
 
 # from_pretrained keywords that say where the repo's files are; everything else is for the tokenizer.
 _LOCATION_KEYS = ("cache_dir", "revision", "subfolder", "token", "use_auth_token", "_commit_hash")

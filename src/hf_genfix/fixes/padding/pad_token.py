@@ -47,8 +47,8 @@ import threading
 from typing import Any
 
 from ._tokenizer_load import SavedDirectories, is_decoder_only, model_config, repo_of, setting_drops_mark
-from .. import _record
-from .._fork import reset_in_child
+from hf_genfix import _record
+from hf_genfix._fork import reset_in_child
 
 FROM_PRETRAINED = "transformers.models.auto.tokenization_auto:AutoTokenizer.from_pretrained"
 SAVE = "transformers.tokenization_utils_base:PreTrainedTokenizerBase.save_pretrained"

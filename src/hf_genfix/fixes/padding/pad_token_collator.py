@@ -86,7 +86,7 @@ def probe() -> dict[str, Any]:
     """A Llama-3-style tokenizer whose pad hf_genfix chose (eos): the collator keeps every real eos label."""
     from transformers import DataCollatorForLanguageModeling
 
-    from hf_genfix.fixes.pad_token import adopt_eos_as_pad
+    from hf_genfix.fixes.padding.pad_token import adopt_eos_as_pad
     from hf_genfix.oracles.outcome import DefectObserved
     from hf_genfix.oracles.tokenizers import load_tokenizer
 

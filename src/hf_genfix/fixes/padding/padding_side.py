@@ -48,7 +48,7 @@ import logging
 from typing import Any
 
 from ._tokenizer_load import SavedDirectories, repo_of, setting_drops_mark, tokenizer_config
-from .. import _record
+from hf_genfix import _record
 
 FROM_PRETRAINED = "transformers.models.auto.tokenization_auto:AutoTokenizer.from_pretrained"
 SAVE_PRETRAINED = "transformers.tokenization_utils_base:PreTrainedTokenizerBase.save_pretrained"

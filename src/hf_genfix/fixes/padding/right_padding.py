@@ -41,8 +41,8 @@ import logging
 import threading
 from typing import Any
 
-from .. import _record
-from .._fork import reset_in_child
+from hf_genfix import _record
+from hf_genfix._fork import reset_in_child
 
 GENERATE = "transformers.generation.utils:GenerationMixin.generate"
 WARNING = "transformers.generation.utils:logger.warning"

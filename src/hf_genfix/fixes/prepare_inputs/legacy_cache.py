@@ -39,8 +39,8 @@ from typing import Any
 
 import wrapt
 
-from ..helpers.decode import cache_length, forward_spec, name_positional
-from .. import _record
+from hf_genfix.helpers.decode import cache_length, forward_spec, name_positional
+from hf_genfix import _record
 from ._prepare_inputs_family import GENERIC, wrap_overrides
 
 
@@ -117,7 +117,7 @@ def legacy_tuples(cache: Any, cls: type | None = None) -> tuple | None:
     """``cache`` as the 4.3x tuple of per-layer pasts in the layout the forward of ``cls`` returned them
     (``_tuple_layout``); None while it holds nothing (as 4.3x passed). A cache that holds positions for a class
     whose layout was never seen raises ``LayoutUnknown``: handing it over in some layout would be a guess."""
-    from ._tuple_layout import known, mismatch
+    from hf_genfix.fixes.remote_code._tuple_layout import known, mismatch
 
     if cache_length(cache) == 0:
         return None
@@ -134,7 +134,7 @@ def legacy_tuples(cache: Any, cls: type | None = None) -> tuple | None:
 def tuple_style(cls: type) -> bool:
     """Remote code written before the Cache classes (4.35 and earlier, InternLM2's first releases, ChatGLM3): its
     module imports no Cache class and indexes ``past_key_values[0][0]`` as tensors."""
-    from ._remote_code import is_remote, module_globals, uses
+    from hf_genfix.fixes.remote_code._remote_code import is_remote, module_globals, uses
 
     if not is_remote(cls) or not uses(cls, TUPLE_CACHES):
         return False
@@ -213,7 +213,7 @@ def _for_forward(inputs: Any, model: Any) -> Any:
 
 
 def probe() -> dict[str, Any]:
-    from ..oracles.legacy import check_legacy_generate, legacy_model_class
-    from ..oracles.tiny import tiny_model
+    from hf_genfix.oracles.legacy import check_legacy_generate, legacy_model_class
+    from hf_genfix.oracles.tiny import tiny_model
 
     return check_legacy_generate(tiny_model("llama", model_class=legacy_model_class()))

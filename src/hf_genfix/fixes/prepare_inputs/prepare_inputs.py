@@ -53,7 +53,7 @@ import inspect
 import logging
 from typing import Any
 
-from ..helpers.decode import (
+from hf_genfix.helpers.decode import (
     cache_length,
     forward_spec,
     grow_mask,
@@ -63,7 +63,7 @@ from ..helpers.decode import (
     renames_keyword,
     stated_new_tokens,
 )
-from .. import _record
+from hf_genfix import _record
 from ._prepare_inputs_family import GENERIC, wrap_overrides
 
 log = logging.getLogger("hf_genfix")
@@ -210,7 +210,7 @@ def _starts_decoding(model: Any, input_ids: Any) -> bool:
 
 
 def probe() -> dict[str, Any]:
-    from ..oracles.decode import check_manual_loop, check_manual_seq2seq_loop
+    from hf_genfix.oracles.decode import check_manual_loop, check_manual_seq2seq_loop
 
     # Llama shows the missing cache_position (<= 5.2) and the untrimmed ids (5.3+); gpt2, with absolute
     # positions, also the positions that ignore left padding (5.3+) and the mask never grown (every release);

@@ -25,7 +25,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from .. import _record
+from hf_genfix import _record
 from ._prepare_inputs_family import GENERIC, wrap_overrides
 
 _KEYS = ("logits_to_keep", "num_logits_to_keep")
@@ -61,8 +61,8 @@ def _drop_none_logits_to_keep(wrapped: Any, instance: Any, args: tuple, kwargs: 
 def probe() -> dict[str, Any]:
     import torch
 
-    from ..oracles import DefectObserved, assert_close, reference_logits, tiny_model
-    from ..oracles.decode import DEFAULT_ROWS, UPSTREAM_ERRORS
+    from hf_genfix.oracles import DefectObserved, assert_close, reference_logits, tiny_model
+    from hf_genfix.oracles.decode import DEFAULT_ROWS, UPSTREAM_ERRORS
 
     model = tiny_model("phi3")
     row = list(DEFAULT_ROWS[1])

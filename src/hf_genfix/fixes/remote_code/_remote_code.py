@@ -26,7 +26,7 @@ import threading
 import weakref
 from typing import Any, Callable, Mapping
 
-from .._fork import hold_across_fork
+from hf_genfix._fork import hold_across_fork
 
 REMOTE_PREFIX = "transformers_modules"
 LOADER = "transformers.dynamic_module_utils:get_class_in_module"
@@ -270,14 +270,14 @@ _FALLBACKS: dict[str, tuple[Any, Callable[[Any], Any]]] = {}
 def serve_config_attribute(patcher: Any, hook: str, name: str, getter: Callable[[Any], Any]) -> None:
     """Serve ``name`` on remote-code configurations that lack it, as ``getter(config)`` (which raises
     ``AttributeError`` where it has nothing to give). ``hook``: the manifest's ``"module:PretrainedConfig"``."""
-    from .._patcher import resolve
+    from hf_genfix._patcher import resolve
 
     _, _, config_class = resolve(hook)
     current = vars(config_class).get("__getattr__")
     if current is None:
         patcher.add(hook, "__getattr__", _config_getattr)
     elif current is not _config_getattr:
-        from .._errors import Drift
+        from hf_genfix._errors import Drift
 
         raise Drift(f"{hook} has a __getattr__ of its own: cannot serve {name} there")
     # The flag is this patch's own change (revert() takes it off with the patch), and what says it is installed.

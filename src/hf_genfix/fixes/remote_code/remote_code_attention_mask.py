@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._prepare_inputs_family import wrap_overrides
+from hf_genfix.fixes.prepare_inputs._prepare_inputs_family import wrap_overrides
 from ._remote_code import caller_module, is_remote
-from .legacy_cache import _written_for_past_key_values
+from hf_genfix.fixes.prepare_inputs.legacy_cache import _written_for_past_key_values
 
 _MISSING = object()
 
@@ -41,6 +41,6 @@ def install(patcher: Any) -> None:
 
 
 def probe() -> dict[str, Any]:
-    from ..oracles.legacy_models import EQUAL_ROWS, check_family
+    from hf_genfix.oracles.legacy_models import EQUAL_ROWS, check_family
 
     return check_family("deepseek", rows=EQUAL_ROWS)

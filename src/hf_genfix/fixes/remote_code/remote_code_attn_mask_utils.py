@@ -11,7 +11,7 @@ Detection (``probe``): the tiny Phi-3-style remote repo of ``hf_genfix.oracles.l
 generate like its no-cache reference.
 
 Correction. While ``get_class_in_module`` executes a remote module, a ``sys.meta_path`` finder (placed last, so
-a real module always wins) serves ``hf_genfix.fixes._legacy_attn_mask_utils`` under the old name: the same
+a real module always wins) serves ``hf_genfix.fixes.remote_code._legacy_attn_mask_utils`` under the old name: the same
 functions with the 5.23 behaviour. Outside remote-code loading the name does not exist.
 """
 
@@ -28,7 +28,7 @@ def _module() -> Any:
     import importlib
     import types
 
-    source = importlib.import_module("hf_genfix.fixes._legacy_attn_mask_utils")
+    source = importlib.import_module("hf_genfix.fixes.remote_code._legacy_attn_mask_utils")
     module = types.ModuleType(MODULE, source.__doc__)
     module.__dict__.update({k: v for k, v in vars(source).items() if not k.startswith("__")})
     module.__file__ = source.__file__
@@ -40,6 +40,6 @@ def install(patcher: Any) -> None:
 
 
 def probe() -> dict[str, Any]:
-    from ..oracles.legacy_models import check_family
+    from hf_genfix.oracles.legacy_models import check_family
 
     return check_family("phi3")

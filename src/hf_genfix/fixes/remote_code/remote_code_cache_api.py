@@ -45,11 +45,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..helpers.decode import cache_length, name_positional
-from ._prepare_inputs_family import _copied_on_load
+from hf_genfix.helpers.decode import cache_length, name_positional
+from hf_genfix.fixes.prepare_inputs._prepare_inputs_family import _copied_on_load
 from ._remote_code import is_remote, uses
 from ._tuple_layout import mismatch, recognise, settle
-from .legacy_cache import LegacyCacheView, legacy_tuples, tuple_style
+from hf_genfix.fixes.prepare_inputs.legacy_cache import LegacyCacheView, legacy_tuples, tuple_style
 
 FORWARD = "transformers.modeling_utils:PreTrainedModel.forward"
 HOOK = "transformers.modeling_utils:PreTrainedModel"
@@ -176,6 +176,6 @@ def _replace(cache: Any, layer_idx: int, key: Any, value: Any) -> None:
 
 
 def probe() -> dict[str, Any]:
-    from ..oracles.legacy_models import check_family
+    from hf_genfix.oracles.legacy_models import check_family
 
     return check_family("phi3")

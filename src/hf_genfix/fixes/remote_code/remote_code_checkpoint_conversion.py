@@ -63,6 +63,6 @@ def install(patcher: Any) -> None:
 
 
 def probe() -> dict[str, Any]:
-    from ..oracles.legacy_models import check_remote_moe_reload
+    from hf_genfix.oracles.legacy_models import check_remote_moe_reload
 
     return check_remote_moe_reload()

@@ -80,6 +80,6 @@ def _use_cache(config: Any) -> Any:
 
 
 def probe() -> dict[str, Any]:
-    from ..oracles.legacy_models import check_family, check_family_forward
+    from hf_genfix.oracles.legacy_models import check_family, check_family_forward
 
     return {**check_family("chatglm3"), "forward": check_family_forward("chatglm3")}

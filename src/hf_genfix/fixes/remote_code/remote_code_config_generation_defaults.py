@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._prepare_inputs_family import _copied_on_load
+from hf_genfix.fixes.prepare_inputs._prepare_inputs_family import _copied_on_load
 from ._remote_code import is_remote
 from .remote_code_config_defaults import GENERATION_DEFAULTS, given
 
@@ -73,6 +73,6 @@ def _as_upstream(model: Any, config: Any, added: dict[str, Any]) -> None:
 
 
 def probe() -> dict[str, Any]:
-    from ..oracles.legacy_models import check_family
+    from hf_genfix.oracles.legacy_models import check_family
 
     return check_family("chatglm3")

@@ -39,6 +39,6 @@ def install(patcher: Any) -> None:
 
 
 def probe() -> dict[str, Any]:
-    from ..oracles.legacy_models import check_family
+    from hf_genfix.oracles.legacy_models import check_family
 
     return check_family("chatglm3")

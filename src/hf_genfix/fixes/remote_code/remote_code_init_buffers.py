@@ -118,6 +118,6 @@ def install(patcher: Any) -> None:
 
 
 def probe() -> dict[str, Any]:
-    from ..oracles.legacy_models import check_family_reload_buffers
+    from hf_genfix.oracles.legacy_models import check_family_reload_buffers
 
     return check_family_reload_buffers("deepseek")

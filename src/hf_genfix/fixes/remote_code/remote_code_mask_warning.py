@@ -37,7 +37,7 @@ def probe() -> dict[str, Any]:
     import logging
     import warnings
 
-    from ..oracles.outcome import DefectObserved, ProbeSkipped
+    from hf_genfix.oracles.outcome import DefectObserved, ProbeSkipped
 
     try:
         module = importlib.import_module("transformers.modeling_attn_mask_utils")

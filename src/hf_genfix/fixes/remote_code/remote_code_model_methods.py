@@ -193,6 +193,6 @@ def install(patcher: Any) -> None:
 
 
 def probe() -> dict[str, Any]:
-    from ..oracles.legacy_models import check_family, check_family_stream
+    from hf_genfix.oracles.legacy_models import check_family, check_family_stream
 
     return {**check_family("chatglm3"), "stream": check_family_stream("chatglm3")}

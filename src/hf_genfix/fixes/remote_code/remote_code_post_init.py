@@ -51,6 +51,6 @@ def install(patcher: Any) -> None:
 
 
 def probe() -> dict[str, Any]:
-    from ..oracles.legacy_models import check_family_reload
+    from hf_genfix.oracles.legacy_models import check_family_reload
 
     return check_family_reload("chatglm3")

@@ -61,6 +61,6 @@ def install(patcher: Any) -> None:
 
 
 def probe() -> dict[str, Any]:
-    from ..oracles.legacy_models import check_family_beam
+    from hf_genfix.oracles.legacy_models import check_family_beam
 
     return check_family_beam("phi3")

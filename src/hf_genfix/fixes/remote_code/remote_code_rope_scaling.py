@@ -43,7 +43,7 @@ def old_rope_scaling(params: Any) -> Any:
 def install(patcher: Any) -> None:
     current = patcher.require(TARGET)
     if not isinstance(current, property) or current.fget is None:
-        from .._errors import Drift
+        from hf_genfix._errors import Drift
 
         raise Drift(f"{TARGET} is not a property: {current!r}")
 
@@ -55,6 +55,6 @@ def install(patcher: Any) -> None:
 
 
 def probe() -> dict[str, Any]:
-    from ..oracles.legacy_models import check_family
+    from hf_genfix.oracles.legacy_models import check_family
 
     return check_family("internlm2")

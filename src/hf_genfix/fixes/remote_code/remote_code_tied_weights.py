@@ -52,6 +52,6 @@ def install(patcher: Any) -> None:
 
 
 def probe() -> dict[str, Any]:
-    from ..oracles.legacy_models import check_family_tied
+    from hf_genfix.oracles.legacy_models import check_family_tied
 
     return check_family_tied("minicpm")

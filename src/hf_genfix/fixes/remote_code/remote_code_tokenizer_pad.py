@@ -58,6 +58,6 @@ def install(patcher: Any) -> None:
 
 
 def probe() -> dict[str, Any]:
-    from ..oracles.legacy_models import check_family_tokenizer
+    from hf_genfix.oracles.legacy_models import check_family_tokenizer
 
     return check_family_tokenizer("chatglm3")

@@ -46,6 +46,6 @@ def install(patcher: Any) -> None:
 
 
 def probe() -> dict[str, Any]:
-    from ..oracles.legacy_models import check_plain_remote_tokenizer
+    from hf_genfix.oracles.legacy_models import check_plain_remote_tokenizer
 
     return check_plain_remote_tokenizer()

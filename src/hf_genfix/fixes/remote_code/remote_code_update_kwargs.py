@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._prepare_inputs_family import _copied_on_load
+from hf_genfix.fixes.prepare_inputs._prepare_inputs_family import _copied_on_load
 from ._remote_code import is_remote
 
 TARGET = "transformers.generation.utils:GenerationMixin._update_model_kwargs_for_generation"
@@ -47,6 +47,6 @@ def install(patcher: Any) -> None:
 
 
 def probe() -> dict[str, Any]:
-    from ..oracles.legacy_models import check_family
+    from hf_genfix.oracles.legacy_models import check_family
 
     return check_family("chatglm3")

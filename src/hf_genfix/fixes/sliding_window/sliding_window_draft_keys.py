@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import _record
+from hf_genfix import _record
 
 UPDATE = "transformers.cache_utils:DynamicSlidingWindowLayer.update"
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import _record
+from hf_genfix import _record
 
 GET_CACHE = "transformers.generation.utils:GenerationMixin._get_cache"
 
@@ -51,7 +51,7 @@ def _get_cache(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
 
 
 def _serve_as(config: Any) -> str:
-    from ..helpers.sliding_window import SlidingWindowPolicy, text_config
+    from hf_genfix.helpers.sliding_window import SlidingWindowPolicy, text_config
 
     if not SlidingWindowPolicy.is_hybrid(config):
         return "sliding_window"
@@ -67,8 +67,8 @@ def probe() -> dict:
     forward."""
     import torch
 
-    from ..oracles import ProbeSkipped, check_rows_against_reference, generate_steps, left_pad, tiny_model
-    from ..oracles.sliding_static import WINDOW
+    from hf_genfix.oracles import ProbeSkipped, check_rows_against_reference, generate_steps, left_pad, tiny_model
+    from hf_genfix.oracles.sliding_static import WINDOW
 
     model = tiny_model("gemma2", sliding_window=WINDOW)
     rows = [torch.randint(3, 128, (12,), generator=torch.Generator().manual_seed(0),
@@ -86,7 +86,7 @@ def probe() -> dict:
         # prompt, so the same defect shows as a crash instead of wrong logits.
         if "must match the size" not in str(exc):
             raise
-        from ..oracles import DefectObserved
+        from hf_genfix.oracles import DefectObserved
 
         raise DefectObserved(f'generate(cache_implementation="sliding_window") on Gemma-2 crashes: {exc}') from exc
     return check_rows_against_reference(model, rows, run, 'generate(cache_implementation="sliding_window")',

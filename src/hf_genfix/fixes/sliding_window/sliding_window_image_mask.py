@@ -73,7 +73,7 @@ def windowed_sliding_mask(wrapped: Any, instance: Any, args: tuple, kwargs: dict
         return wrapped(*args, **kwargs)
     from transformers.masking_utils import and_masks, or_masks
 
-    from ..helpers.sliding_window import SlidingWindowPolicy
+    from hf_genfix.helpers.sliding_window import SlidingWindowPolicy
 
     policy = SlidingWindowPolicy.from_config(call["config"])
     overlay = call.get("or_mask_function")
@@ -112,7 +112,7 @@ def _per_layer_kind(module: str, full_sees_blocks: bool) -> Any:
 
 
 def _probe(build: Any, what: str) -> dict:
-    from ..oracles.sliding_static import check_image_forward, image_prompt
+    from hf_genfix.oracles.sliding_static import check_image_forward, image_prompt
 
     model = build()
     # 2 text tokens, the 16-token image, 8 text tokens: the text after the image reads layers that saw it.
@@ -122,7 +122,7 @@ def _probe(build: Any, what: str) -> dict:
 
 def probe_gemma3() -> dict:
     """No-cache forward of a Gemma-3 image prompt (16 image tokens, window 8) against the policy's masks."""
-    from ..oracles.sliding_static import tiny_gemma3_vlm
+    from hf_genfix.oracles.sliding_static import tiny_gemma3_vlm
 
     # Weights 5x the default spread: with the default (0.02) the leak moves logits by 0.013 only (5.12), under
     # bfloat16's tolerance (docs/precision.md); with 0.1 it moves them by 0.087 in float32 and bfloat16 alike.
@@ -131,6 +131,6 @@ def probe_gemma3() -> dict:
 
 def probe_gemma4() -> dict:
     """No-cache forward of a Gemma-4 image prompt (16 image tokens, window 8) against the policy's masks."""
-    from ..oracles.sliding_static import tiny_gemma4_vlm
+    from hf_genfix.oracles.sliding_static import tiny_gemma4_vlm
 
     return _probe(tiny_gemma4_vlm, "Gemma-4 image prompt, block of 16 > window 8")

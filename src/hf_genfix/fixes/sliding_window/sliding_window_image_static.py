@@ -52,7 +52,7 @@ def install_gemma3_token_types(patcher: Any) -> None:
 
 
 def _safe_image_overlay(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-    from ..helpers.sliding_window import SlidingWindowPolicy
+    from hf_genfix.helpers.sliding_window import SlidingWindowPolicy
 
     token_type_ids = bound_arguments(wrapped, args, kwargs).get("token_type_ids")
     if token_type_ids is None:
@@ -70,7 +70,7 @@ def _install(patcher: Any, module: str, full_sees_blocks: bool) -> None:
 
 def _vision_masks(module: str, full_sees_blocks: bool) -> Any:
     def create_masks_for_vision_model(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> dict:
-        from ..helpers.sliding_window import SlidingWindowPolicy
+        from hf_genfix.helpers.sliding_window import SlidingWindowPolicy
 
         call = bound_arguments(wrapped, args, kwargs)
         blocks = call.pop("block_sequence_ids")
@@ -89,9 +89,9 @@ def _vision_masks(module: str, full_sees_blocks: bool) -> Any:
 def _probe(build: Any, what: str) -> dict:
     import torch
 
-    from ..oracles import DefectObserved, assert_close
-    from ..helpers.decode import forward_spec
-    from ..oracles.sliding_static import image_mask_reference, image_prompt, static_cache
+    from hf_genfix.oracles import DefectObserved, assert_close
+    from hf_genfix.helpers.decode import forward_spec
+    from hf_genfix.oracles.sliding_static import image_mask_reference, image_prompt, static_cache
 
     model = build()
     _, inputs = image_prompt(model, [(2, 3)])
@@ -107,13 +107,13 @@ def _probe(build: Any, what: str) -> dict:
 
 def probe_gemma3() -> dict:
     """A Gemma-3 image prompt (24 tokens) through a 40-slot StaticCache, against the policy's masks."""
-    from ..oracles.sliding_static import tiny_gemma3_vlm
+    from hf_genfix.oracles.sliding_static import tiny_gemma3_vlm
 
     return _probe(tiny_gemma3_vlm, "Gemma-3 image prompt through a StaticCache larger than the window")
 
 
 def probe_gemma4() -> dict:
     """A Gemma-4 image prompt (24 tokens) through a 40-slot StaticCache, against the policy's masks."""
-    from ..oracles.sliding_static import tiny_gemma4_vlm
+    from hf_genfix.oracles.sliding_static import tiny_gemma4_vlm
 
     return _probe(tiny_gemma4_vlm, "Gemma-4 image prompt through a StaticCache larger than the window")

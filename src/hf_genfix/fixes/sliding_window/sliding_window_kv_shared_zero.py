@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import _record
+from hf_genfix import _record
 
 # Read by doctor --sweep --differential: where upstream is right the outputs differ from upstream's by float
 # rounding (~1e-7), never by a token.
@@ -82,7 +82,7 @@ _SLIDING, _FULL = "sliding_attention", "full_attention"
 
 def _unbuilt_layers(cache: Any, config: Any) -> list[str] | None:
     """The layer kinds to build when ``cache`` came out empty because of ``num_kv_shared_layers == 0``."""
-    from ..helpers.sliding_window import SlidingWindowPolicy, text_config
+    from hf_genfix.helpers.sliding_window import SlidingWindowPolicy, text_config
 
     if config is None or getattr(cache, "layers", None):
         return None
@@ -95,7 +95,7 @@ def _unbuilt_layers(cache: Any, config: Any) -> list[str] | None:
 
 
 def _window(config: Any) -> int | None:
-    from ..helpers.sliding_window import text_config
+    from hf_genfix.helpers.sliding_window import text_config
 
     return getattr(text_config(config), "sliding_window", None)
 
@@ -111,10 +111,10 @@ def probe() -> dict:
     with the default dynamic cache and a static one."""
     import torch
 
-    from ..oracles import DefectObserved, check_rows_against_reference, left_pad
-    from ..oracles.generation import GenRun
-    from ..oracles.sliding import WINDOW, prompts, sliding_model
-    from ..oracles.sliding_static import kv_held
+    from hf_genfix.oracles import DefectObserved, check_rows_against_reference, left_pad
+    from hf_genfix.oracles.generation import GenRun
+    from hf_genfix.oracles.sliding import WINDOW, prompts, sliding_model
+    from hf_genfix.oracles.sliding_static import kv_held
 
     model = sliding_model("gemma4")  # the large checkpoints' layout: num_kv_shared_layers = 0
     rows = prompts(10)

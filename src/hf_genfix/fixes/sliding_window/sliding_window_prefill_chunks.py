@@ -42,7 +42,7 @@ from typing import Any
 
 from hf_genfix import Drift
 
-from .. import _record
+from hf_genfix import _record
 
 PREFILL = "transformers.generation.utils:GenerationMixin._prefill"
 
@@ -114,7 +114,7 @@ def probe() -> dict:
         from hf_genfix.oracles import ProbeSkipped
 
         raise ProbeSkipped("generate() has no prefill_chunk_size on this release")
-    from .padding_prefill_chunks import uncompiled
+    from hf_genfix.fixes.padding.padding_prefill_chunks import uncompiled
 
     model = sliding_model("mistral")
     try:

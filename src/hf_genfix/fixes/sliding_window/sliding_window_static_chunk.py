@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import _record
+from hf_genfix import _record
 
 UPDATE = "transformers.cache_utils:SlidingWindowLayer.update"
 MASK_SIZES = "transformers.cache_utils:SlidingWindowLayer.get_mask_sizes"
@@ -57,8 +57,8 @@ def probe() -> dict:
     """Chunked forwards through a static sliding cache against the no-cache forward (tiny Mistral, W = 8)."""
     import torch
 
-    from ..oracles import tiny_model
-    from ..oracles.sliding_static import WINDOW, check_chunks, static_cache
+    from hf_genfix.oracles import tiny_model
+    from hf_genfix.oracles.sliding_static import WINDOW, check_chunks, static_cache
 
     model = tiny_model("mistral", sliding_window=WINDOW)
     ids = torch.randint(3, 128, (24,), generator=torch.Generator().manual_seed(0), device="cpu").tolist()
@@ -66,7 +66,7 @@ def probe() -> dict:
         # 5 (prefill) + 6 crosses the window, + 4 on a full window, then single tokens.
         return check_chunks(model, ids, (5, 6, 4), static_cache(model, 1, 32), "static sliding cache")
     except (IndexError, RuntimeError) as exc:
-        from ..oracles import DefectObserved
+        from hf_genfix.oracles import DefectObserved
 
         raise DefectObserved(f"chunked forward through a static sliding cache raised {type(exc).__name__}: "
                              f"{exc}") from exc
