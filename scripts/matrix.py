@@ -43,7 +43,7 @@ RESULTS = ROOT / "tox-results"
 MATRIX_MD = ROOT / "docs" / "compat-matrix.md"
 MATRIX_JSON = ROOT / "docs" / "compat-matrix.json"
 WORKFLOW = ROOT / ".github" / "workflows" / "matrix.yml"
-# The verified range, shipped with the manifests (hf_genfix._support reads it in an installed package).
+# The verified range, shipped with the manifests (hf_genfix.catalog reads it in an installed package).
 VERIFIED = ROOT / "patches" / "verified.json"
 ENV_PREFIX = "tf-"
 _VERSION = re.compile(r"^\d+(\.\d+)*([a-z]+\d*)?(\.dev\d+|\.post\d+)?$")

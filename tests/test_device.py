@@ -125,9 +125,9 @@ def _scenario(name):
 
 @pytest.mark.parametrize("scenario", ["left-padded", "right-padded", "past-the-window", "static-past-the-window"])
 def test_no_sync_per_decode_step(scenario, capsys):
-    from hf_genfix.cli import load_targets
+    from hf_genfix.doctor import import_targets
 
-    load_targets()
+    import_targets()
     model, ids, mask = _scenario(scenario)
     extra = {"cache_implementation": "static"} if scenario.startswith("static") else {}
     short, long = 3, 9

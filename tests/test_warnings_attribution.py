@@ -171,9 +171,9 @@ def test_every_installed_wrapper_is_stepped_over():
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     from hf_genfix import _activation
-    from hf_genfix.cli import load_targets
+    from hf_genfix.doctor import import_targets
 
-    load_targets()
+    import_targets()
     registry = _activation.registry()
     seen = 0
     for status in registry.status():

@@ -24,9 +24,9 @@ from hf_genfix.oracles.drafting import check_assisted  # noqa: E402
 
 @pytest.fixture(autouse=True)
 def patches_decided():
-    from hf_genfix.cli import load_targets
+    from hf_genfix.doctor import import_targets
 
-    load_targets()
+    import_targets()
 
 
 def _release():

@@ -23,9 +23,9 @@ from hf_genfix.oracles.drafting import forward_calls  # noqa: E402
 
 @pytest.fixture(autouse=True)
 def patches_decided():
-    from hf_genfix.cli import load_targets
+    from hf_genfix.doctor import import_targets
 
-    load_targets()
+    import_targets()
 
 
 @pytest.mark.parametrize("draft", [1, 3])

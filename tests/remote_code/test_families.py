@@ -47,9 +47,9 @@ REMOTE_PATCHES = (
 
 @pytest.fixture(scope="module", autouse=True)
 def decided():
-    from hf_genfix.cli import load_targets
+    from hf_genfix.doctor import import_targets
 
-    load_targets()  # every patch decided before the first remote class is created
+    import_targets()  # every patch decided before the first remote class is created
 
 
 @pytest.mark.parametrize("family", FAMILIES)

@@ -13,9 +13,9 @@ _models: dict = {}
 
 @pytest.fixture(autouse=True)
 def patches_decided():
-    from hf_genfix.cli import load_targets
+    from hf_genfix.doctor import import_targets
 
-    load_targets()
+    import_targets()
 
 
 def model(name: str, attn: str = "eager", seed: int = 0):

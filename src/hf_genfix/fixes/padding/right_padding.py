@@ -70,7 +70,7 @@ def install(patcher: Any) -> None:
 
 def _generate(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     kwargs = _describe_realigned(args, kwargs)
-    plan = _plan(instance, args, kwargs)
+    plan = plan_realignment(instance, args, kwargs)
     if _record.on:
         _record.seen("right-padding")
     if plan is None:
@@ -116,7 +116,7 @@ def _describe_realigned(args: tuple, kwargs: dict) -> dict:
     return kwargs
 
 
-def _plan(model: Any, args: tuple, kwargs: dict) -> Any:
+def plan_realignment(model: Any, args: tuple, kwargs: dict) -> Any:
     """None (leave the call alone), "left-aligned" (mask proves no right padding), or the realigned call
     (args, kwargs, what to remember of the realignment)."""
     import torch
