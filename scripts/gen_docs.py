@@ -1,5 +1,5 @@
 """Regenerate what is generated in the docs (never edit those parts by hand): the patch table in README.md, from
-patches/*.toml, and docs/api.md, the API reference, from the docstrings of the public names.
+patches/<family>/*.toml, and docs/api.md, the API reference, from the docstrings of the public names.
 
     python scripts/gen_docs.py          # rewrite README.md and docs/api.md
     python scripts/gen_docs.py --check  # exit 1 when either is out of date

@@ -54,7 +54,7 @@ def test_fixes_and_helpers_create_tensors_on_a_device():
     allowed = {"helpers/padding.py"}
     found = []
     for folder in ("fixes", "helpers"):
-        for path in sorted((SRC / folder).glob("*.py")):
+        for path in sorted((SRC / folder).rglob("*.py")):  # fixes/<family>/*.py
             if str(path.relative_to(SRC)) not in allowed:
                 found += _creations_without_device(path)
     assert not found, "tensors created without device=: " + ", ".join(found)

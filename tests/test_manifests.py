@@ -140,4 +140,14 @@ def test_wheel_ships_the_manifests(tmp_path):
     for m in MANIFESTS:
         assert f"hf_genfix/_patches/{folder(m.family)}/{m.id}.toml" in names
     assert "hf_genfix/_patches/verified.json" in names  # the verified range an installed package reports
+    # the oracles' tiny remote-code repos are package data, copied into a temporary repo when a probe runs
+    repos = ROOT / "src" / "hf_genfix" / "oracles" / "remote_repos"
+    shipped = sorted(str(p.relative_to(ROOT / "src")) for p in repos.rglob("*") if p.suffix in (".py", ".json"))
+    assert shipped and all(name in names for name in shipped)
     assert "hf_genfix/py.typed" in names
+
+
+def test_writing_a_patch_lists_the_families_as_the_code_does():
+    rows = {line.replace("`", "") for line in (ROOT / "docs" / "writing-a-patch.md").read_text().splitlines()}
+    for family, covers in FAMILIES.items():
+        assert f"| {family} | {folder(family)} | {covers} |" in rows, family

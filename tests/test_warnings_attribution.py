@@ -153,7 +153,7 @@ def test_the_copy_behaves_like_the_fix_and_keeps_its_source():
 def test_tracebacks_and_inspect_show_the_fixs_source():
     import traceback
 
-    from hf_genfix.fixes import right_padding
+    from hf_genfix.fixes.padding import right_padding
 
     clone = hidden_from_warnings(right_padding._generate)
     assert inspect.getsource(clone) == inspect.getsource(right_padding._generate)

@@ -28,8 +28,8 @@ def _loader_wrapper(names=None, modules=None):
 
 
 def test_served_only_while_remote_code_loads():
-    from hf_genfix.fixes import remote_code_attn_mask_utils as mask_fix
-    from hf_genfix.fixes import remote_code_removed_names as names_fix
+    from hf_genfix.fixes.remote_code import remote_code_attn_mask_utils as mask_fix
+    from hf_genfix.fixes.remote_code import remote_code_removed_names as names_fix
 
     import transformers.utils.import_utils as import_utils
 
@@ -61,7 +61,7 @@ def test_mask_helpers_equal_the_release_module_where_it_exists(sliding_window, p
     upstream = pytest.importorskip("transformers.modeling_attn_mask_utils")
     if getattr(upstream, "__file__", "").endswith("_legacy_attn_mask_utils.py"):
         pytest.skip("this release has no modeling_attn_mask_utils to compare with")
-    from hf_genfix.fixes import _legacy_attn_mask_utils as ours
+    from hf_genfix.fixes.remote_code import _legacy_attn_mask_utils as ours
 
     embeds = torch.zeros(2, 5, 8)
     mask = torch.tensor([[0, 0, 1, 1, 1, 1, 1, 1, 1], [1] * 9])[:, -(5 + past):]
@@ -125,7 +125,7 @@ def test_check_generation_names_the_removed_api_a_remote_model_uses(tmp_path):
 
 
 def test_beam_modules_and_flash_helper_served_while_remote_code_loads():
-    from hf_genfix.fixes import remote_code_removed_names as names_fix
+    from hf_genfix.fixes.remote_code import remote_code_removed_names as names_fix
     from hf_genfix.fixes.remote_code._remote_code import _exists
 
     missing = {m for m in names_fix.MODULES if not _exists(m)}

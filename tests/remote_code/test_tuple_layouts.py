@@ -86,7 +86,7 @@ def test_chatglm2_with_a_prompt_as_long_as_the_batch_fails_loudly(tmp_path):
 def test_a_forward_that_does_not_grow_its_past_by_the_tokens_fed_raises():
     from transformers import DynamicCache
 
-    from hf_genfix.fixes import _tuple_layout
+    from hf_genfix.fixes.remote_code import _tuple_layout
     from hf_genfix.fixes.remote_code.remote_code_cache_api import _tuples_into
 
     model = type("StaleModel", (), {"config": None})()
