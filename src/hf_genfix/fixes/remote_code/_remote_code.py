@@ -260,10 +260,12 @@ def uses(cls: type, *whats: str) -> bool:
 # A value a patch lends a remote configuration must not become an attribute: ``to_dict`` copies ``__dict__``, so
 # it would be written into the ``config.json`` that ``save_pretrained`` writes, where upstream writes nothing (and
 # a copy of the configuration would carry it as if the user had set it). It is served instead by a
-# ``PretrainedConfig.__getattr__``, which Python calls only when the ordinary lookup fails: nothing is stored,
-# nothing is saved, copies and pickles behave alike, and an attribute the user (or the remote code) sets is an
-# ordinary one, saved as upstream saves it. The first patch that needs it adds the one ``__getattr__``; each patch
-# registers the names it serves (while it is installed and not ``disabled()``).
+# ``__getattr__``, which Python calls only when the ordinary lookup fails: nothing is stored, nothing is saved,
+# copies and pickles behave alike, and an attribute the user (or the remote code) sets is an ordinary one, saved as
+# upstream saves it. The ``__getattr__`` is given to the remote-code configuration classes only, as they are
+# loaded (``Patcher.add_to_subclasses``), not to ``PretrainedConfig``: every other configuration's attribute misses
+# (transformers probes configs with ``getattr(config, name, default)`` at every step) cost nothing. The first patch
+# that needs it adds it; each patch registers the names it serves (while it is installed and not ``disabled()``).
 _FALLBACKS: dict[str, tuple[Any, Callable[[Any], Any]]] = {}
 
 
@@ -273,16 +275,20 @@ def serve_config_attribute(patcher: Any, hook: str, name: str, getter: Callable[
     from hf_genfix._patcher import resolve
 
     _, _, config_class = resolve(hook)
-    current = vars(config_class).get("__getattr__")
-    if current is None:
-        patcher.add(hook, "__getattr__", _config_getattr)
-    elif current is not _config_getattr:
+    if vars(config_class).get("__getattr__") is not None:
         from hf_genfix._errors import Drift
 
         raise Drift(f"{hook} has a __getattr__ of its own: cannot serve {name} there")
+    if _COVERED not in vars(config_class):
+        # Marks, until this patch is taken off, that remote configuration classes get the __getattr__.
+        patcher.add(hook, _COVERED, True)
+        patcher.add_to_subclasses(hook, "__getattr__", _config_getattr, where=is_remote)
     # The flag is this patch's own change (revert() takes it off with the patch), and what says it is installed.
     patcher.add(hook, _served(name), True)
     _FALLBACKS[name] = (patcher, getter)
+
+
+_COVERED = "_hf_genfix_remote_getattr"
 
 
 def _served(name: str) -> str:
