@@ -147,10 +147,10 @@ def in_process(args: Any) -> int:
     import transformers
 
     import hf_genfix
-    from hf_genfix.cli import load_targets
+    from hf_genfix.doctor import import_targets
 
     torch.set_num_threads(1)
-    load_targets()
+    import_targets()
     code = 0
     release = transformers.__version__
     print(f"transformers {release}, torch {torch.__version__}; batch 4 left-padded, {args.new} new tokens, greedy")

@@ -39,11 +39,11 @@ def main() -> int:
     import transformers
 
     import hf_genfix
-    from hf_genfix.cli import load_targets
+    from hf_genfix.doctor import import_targets
     from hf_genfix.helpers.decode import cache_from_outputs
     from hf_genfix.oracles import left_pad, tiny_model
 
-    load_targets()
+    import_targets()
     model = tiny_model("llama", max_position_embeddings=512)
     rows = [[(7 * i + 3 * j) % 120 + 3 for j in range(8 + 3 * i)] for i in range(args.batch)]
     ids, mask = left_pad(rows)

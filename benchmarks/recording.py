@@ -37,11 +37,11 @@ def main() -> int:
     import transformers
 
     import hf_genfix
-    from hf_genfix.cli import load_targets
+    from hf_genfix.doctor import import_targets
     from hf_genfix.oracles import left_pad, right_pad, tiny_model
 
     torch.set_num_threads(1)
-    load_targets()
+    import_targets()
     installed = [s.id for s in hf_genfix.status() if s.state in ("applied", "forced")]
     model = tiny_model("llama", max_position_embeddings=512)
     rows = [[(7 * i + 3 * j) % 120 + 3 for j in range(8 + 3 * i)] for i in range(args.batch)]

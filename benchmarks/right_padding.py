@@ -34,12 +34,12 @@ def main() -> int:
     import transformers
 
     import hf_genfix
-    from hf_genfix.cli import load_targets
+    from hf_genfix.doctor import import_targets
     from hf_genfix.oracles import tiny_model
     from hf_genfix.oracles.generation import left_pad, right_pad
     from hf_genfix.oracles.padding import ragged_rows
 
-    load_targets()
+    import_targets()
     state = {s.id: s.state for s in hf_genfix.status()}["right-padding"]
     model = tiny_model("llama")
     lengths = [32, 5, 17, 9, 28, 3, 21, 12, 30, 7, 25, 15][: args.batch]
@@ -84,11 +84,11 @@ def main() -> int:
         times_left.append(tl)
     summary = ratio(ratios)
     # The patch's own work (detect, build the realigned call), timed alone: a noise-free bound on its cost.
-    from hf_genfix.fixes.right_padding import _plan
+    from hf_genfix.fixes.padding.right_padding import plan_realignment
 
     start = time.perf_counter()
     for _ in range(200):
-        _plan(model, (right_ids,), dict(attention_mask=right_mask, **kwargs))
+        plan_realignment(model, (right_ids,), dict(attention_mask=right_mask, **kwargs))
     realign = (time.perf_counter() - start) / 200
     print(f"transformers {transformers.__version__}, right-padding {state}; tiny llama, batch {args.batch}, "
           f"{args.new} new tokens, {args.pairs} pairs of best-of-{args.repeat}")

@@ -49,12 +49,12 @@ def main() -> int:
     import transformers
 
     import hf_genfix
-    from hf_genfix.cli import load_targets
+    from hf_genfix.doctor import import_targets
 
     transformers.logging.set_verbosity_error()
     from hf_genfix.oracles.sliding import WINDOW, drafting, prompts, sliding_model
 
-    load_targets()
+    import_targets()
     state = {s.id: s.state for s in hf_genfix.status()}[PATCH]
     on = contextlib.nullcontext
     if state not in ("applied", "forced"):

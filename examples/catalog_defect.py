@@ -15,13 +15,13 @@ import sys
 
 import transformers
 from _show import verdict
-from hf_genfix.cli import load_targets
+from hf_genfix.doctor import import_targets
 # The catalog's own data and loader (internal names: this example reads the manifests the way `hf-genfix doctor`
 # does; a program of yours never needs them).
 from hf_genfix._registry import in_range
 from hf_genfix.doctor import _load
 
-load_targets()  # import what every patch wraps, so that each one covering this release is installed
+import_targets()  # import what every patch wraps, so that each one covering this release is installed
 manifests = {m.id: m for m in hf_genfix._default().manifests()}
 covering = sorted(pid for pid, m in manifests.items() if in_range(m.affected, transformers.__version__))
 fixed_later = [pid for pid in covering if "<" in manifests[pid].affected and manifests[pid].family != "padding"]

@@ -43,7 +43,7 @@ RESULTS = ROOT / "tox-results"
 MATRIX_MD = ROOT / "docs" / "compat-matrix.md"
 MATRIX_JSON = ROOT / "docs" / "compat-matrix.json"
 WORKFLOW = ROOT / ".github" / "workflows" / "matrix.yml"
-# The verified range, shipped with the manifests (hf_genfix._support reads it in an installed package).
+# The verified range, shipped with the manifests (hf_genfix.catalog reads it in an installed package).
 VERIFIED = ROOT / "patches" / "verified.json"
 ENV_PREFIX = "tf-"
 _VERSION = re.compile(r"^\d+(\.\d+)*([a-z]+\d*)?(\.dev\d+|\.post\d+)?$")
@@ -446,6 +446,11 @@ def render_markdown(manifests: Sequence[Any], rows: Mapping[str, Mapping[str, An
                   + (": " + ", ".join(f"`{k}`" for k in found) if found else "") + "."]
         if known.get(v):
             lines += [f"  Known (in the catalog, patched or not): " + ", ".join(f"`{k}`" for k in known[v]) + "."]
+    from hf_genfix.fixes import FAMILIES
+
+    lines += ["", "## Families", "", "| family | what it covers | patches |", "|---|---|---|"]
+    lines += [f"| {family} | {covers} | " + (", ".join(f"`{m.id}`" for m in manifests if m.family == family) or "-")
+              + " |" for family, covers in FAMILIES.items()]
     lines += ["", f"Disagreements: {len(problems)}."]
     lines += [f"- {p}" for p in problems]
     return "\n".join(lines) + "\n"

@@ -46,8 +46,8 @@ def test_debug_log_says_once_what_was_decided():
     pytest.importorskip("transformers")
     proc = run_python("""
         import hf_genfix, transformers, json
-        from hf_genfix.cli import load_targets
-        load_targets()
+        from hf_genfix.doctor import import_targets
+        import_targets()
         print(json.dumps({s.id: s.state for s in hf_genfix.status()}))
     """, env={"HF_GENFIX_LOG": "debug"})
     assert proc.returncode == 0, proc.stderr

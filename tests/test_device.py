@@ -54,7 +54,7 @@ def test_fixes_and_helpers_create_tensors_on_a_device():
     allowed = {"helpers/padding.py"}
     found = []
     for folder in ("fixes", "helpers"):
-        for path in sorted((SRC / folder).glob("*.py")):
+        for path in sorted((SRC / folder).rglob("*.py")):  # fixes/<family>/*.py
             if str(path.relative_to(SRC)) not in allowed:
                 found += _creations_without_device(path)
     assert not found, "tensors created without device=: " + ", ".join(found)
@@ -101,7 +101,7 @@ def _syncs(model, ids, mask, new_tokens, patched, **kwargs):
     # right-padding remembers the last 16 batches it realigned and compares a call's mask with each (a cost per
     # call that grows with that history, up to 16): every measurement starts with none, so the two lengths
     # compare like with like.
-    importlib.import_module("hf_genfix.fixes.right_padding")._realigned.clear()
+    importlib.import_module("hf_genfix.fixes.padding.right_padding")._realigned.clear()
     counter = SyncCounter()
     context = contextlib.nullcontext() if patched else hf_genfix.disabled()
     with context, torch.no_grad(), counter.counting():
@@ -125,9 +125,9 @@ def _scenario(name):
 
 @pytest.mark.parametrize("scenario", ["left-padded", "right-padded", "past-the-window", "static-past-the-window"])
 def test_no_sync_per_decode_step(scenario, capsys):
-    from hf_genfix.cli import load_targets
+    from hf_genfix.doctor import import_targets
 
-    load_targets()
+    import_targets()
     model, ids, mask = _scenario(scenario)
     extra = {"cache_implementation": "static"} if scenario.startswith("static") else {}
     short, long = 3, 9

@@ -16,9 +16,9 @@ torch = pytest.importorskip("torch")
 REPORT = """
 import importlib, json, sys
 import hf_genfix
-from hf_genfix.cli import load_targets
+from hf_genfix.doctor import import_targets
 from hf_genfix._patcher import patch_of
-load_targets()
+import_targets()
 registry = hf_genfix._default()
 
 def layers(obj, pid):
@@ -48,7 +48,7 @@ model = tiny_model("llama")
 ORDERS = {
     "hf_genfix first": "import hf_genfix\nimport transformers\n" + REPORT + "report()",
     "after import transformers": "import transformers\nimport hf_genfix\n" + REPORT + "report()",
-    "after the target modules": "import transformers\nfrom hf_genfix.cli import load_targets\n"
+    "after the target modules": "import transformers\nfrom hf_genfix.doctor import import_targets\n"
                                 "import transformers.generation.utils, transformers.cache_utils\n"
                                 + REPORT + "report()",
     "after a model was built": "import transformers\n" + TINY + REPORT
@@ -57,7 +57,7 @@ ORDERS = {
                                  "if isinstance(o, type))])",
     "imported twice and reloaded": "import hf_genfix\nimport hf_genfix\nimport importlib\n"
                                    "importlib.reload(hf_genfix)\n" + REPORT
-                                   + "importlib.reload(hf_genfix)\nload_targets()\nreport()",
+                                   + "importlib.reload(hf_genfix)\nimport_targets()\nreport()",
     "target modules reloaded": REPORT + "import transformers.generation.utils as gu, transformers.cache_utils as cu\n"
                                         "importlib.reload(gu)\nimportlib.reload(cu)\nreport()",
     "reverted and re-applied": REPORT + """

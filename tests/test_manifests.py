@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from hf_genfix._manifest import ManifestError, load_dir, load_file, parse
+from hf_genfix.fixes import FAMILIES, folder
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFESTS = load_dir(ROOT / "patches")
@@ -23,19 +24,41 @@ def _callable(ref: str):
 def test_manifest_fix_and_probe_exist(manifest):
     assert callable(_callable(manifest.fix))
     assert callable(_callable(manifest.probe))
-    assert manifest.family in ("padding", "prepare-inputs", "sliding-window", "decoding", "drafting", "model")
+    assert manifest.family in FAMILIES
     assert manifest.evidence["scenario"] and manifest.evidence["observed"]
 
 
 def test_patch_ids_cover_the_issues():
     ids = {m.id for m in MANIFESTS}
     assert {"right-padding", "pad-token", "padding-side", "prepare-inputs", "legacy-cache"} <= ids
-    sliding = {m.id for m in MANIFESTS if m.family == "sliding-window"}
-    assert sliding and all(pid.startswith("sliding-window-") for pid in sliding)
-    assert all(pid.startswith(("prepare-inputs", "remote-code-")) or pid == "legacy-cache"
-               for pid in (m.id for m in MANIFESTS if m.family == "prepare-inputs"))
-    for family in ("decoding", "drafting", "model"):
-        assert all(m.id.startswith(family + "-") for m in MANIFESTS if m.family == family)
+    by_family = {f: {m.id for m in MANIFESTS if m.family == f} for f in FAMILIES}
+    assert all(by_family.values()), by_family
+    # An id keeps its first name (a public switch); its family says where it belongs now.
+    assert all(pid.startswith("sliding-window-") for pid in by_family["sliding-window"])
+    assert all(pid.startswith("remote-code-") for pid in by_family["remote-code"])
+    assert all(pid.startswith(("decoding-", "drafting-")) for pid in by_family["decoding"])
+    assert all(pid.startswith("model-") for pid in by_family["models"])
+    assert not any(pid.startswith("remote-code-") for f, ids in by_family.items() if f != "remote-code" for pid in ids)
+
+
+@pytest.mark.parametrize("manifest", MANIFESTS, ids=[m.id for m in MANIFESTS])
+def test_a_family_is_three_folders_side_by_side(manifest):
+    """patches/<family>/<id>.toml, its fix and probe in src/hf_genfix/fixes/<family>/, tests in tests/<family>/."""
+    where = folder(manifest.family)
+    assert Path(manifest.path).parent == ROOT / "patches" / where
+    for ref in (manifest.fix, manifest.probe):
+        assert ref.startswith(f"hf_genfix.fixes.{where}."), ref
+    assert (ROOT / "tests" / where).is_dir()
+
+
+def test_the_three_trees_mirror_each_other():
+    fixes = ROOT / "src" / "hf_genfix" / "fixes"
+    names = {folder(f) for f in FAMILIES}
+    assert {p.name for p in fixes.iterdir() if p.is_dir() and p.name != "__pycache__"} == names
+    assert {p.name for p in (ROOT / "patches").iterdir() if p.is_dir()} == names
+    assert names <= {p.name for p in (ROOT / "tests").iterdir() if p.is_dir()}
+    assert not list((ROOT / "patches").glob("*.toml")) and not [
+        p for p in fixes.glob("*.py") if p.name != "__init__.py"]
 
 
 GOOD = dict(id="x-y", summary="s", family="padding", targets=["m:A.b"], affected=">=1.0",
@@ -115,6 +138,16 @@ def test_wheel_ships_the_manifests(tmp_path):
     wheel = next(tmp_path.glob("*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
     for m in MANIFESTS:
-        assert f"hf_genfix/_patches/{m.id}.toml" in names
+        assert f"hf_genfix/_patches/{folder(m.family)}/{m.id}.toml" in names
     assert "hf_genfix/_patches/verified.json" in names  # the verified range an installed package reports
+    # the oracles' tiny remote-code repos are package data, copied into a temporary repo when a probe runs
+    repos = ROOT / "src" / "hf_genfix" / "oracles" / "remote_repos"
+    shipped = sorted(str(p.relative_to(ROOT / "src")) for p in repos.rglob("*") if p.suffix in (".py", ".json"))
+    assert shipped and all(name in names for name in shipped)
     assert "hf_genfix/py.typed" in names
+
+
+def test_writing_a_patch_lists_the_families_as_the_code_does():
+    rows = {line.replace("`", "") for line in (ROOT / "docs" / "writing-a-patch.md").read_text().splitlines()}
+    for family, covers in FAMILIES.items():
+        assert f"| {family} | {folder(family)} | {covers} |" in rows, family

@@ -20,7 +20,7 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 # -- 1. a release outside the verified range -------------------------------------------------------------------
 def test_verified_range_is_data_the_package_ships():
-    from hf_genfix._support import verified_range
+    from hf_genfix.catalog import verified_range
 
     oldest, newest = verified_range()
     assert re.fullmatch(r"\d+\.\d+\.\d+", oldest) and re.fullmatch(r"\d+\.\d+\.\d+", newest)
@@ -32,7 +32,7 @@ def test_verified_range_is_data_the_package_ships():
     ("5.24.1", True), ("5.25.0.dev0", True), ("6.0.0", True), ("main", False),
 ])
 def test_outside_the_verified_range_says_so_in_one_line(version, outside):
-    from hf_genfix._support import outside_verified, verified_range
+    from hf_genfix.catalog import outside_verified, verified_range
 
     oldest, newest = verified_range()
     if version in ("4.46.3", "5.24.0", "5.24.0rc1") and (oldest, newest) != ("4.46.3", "5.24.0"):
@@ -47,7 +47,7 @@ def test_outside_the_verified_range_says_so_in_one_line(version, outside):
 
 
 UNVERIFIED = """
-    import hf_genfix._support as support
+    import hf_genfix.catalog as support
     support.verified_range = lambda: ("9.0.0", "9.1.0")  # the installed release is outside this range
 """
 
@@ -56,8 +56,8 @@ def test_library_log_names_an_unverified_release_once():
     pytest.importorskip("transformers")
     proc = run_python(UNVERIFIED + """
     import hf_genfix, transformers
-    from hf_genfix.cli import load_targets
-    load_targets()
+    from hf_genfix.doctor import import_targets
+    import_targets()
     hf_genfix.status()
     """)
     assert proc.returncode == 0, proc.stderr
@@ -205,7 +205,7 @@ def test_matrix_doc_figures_come_from_the_generator():
     knows (boundaries) are not copied into it by hand."""
     doc = (ROOT / "docs" / "matrix.md").read_text(encoding="utf-8")
     envs = re.findall(r"`tf-(\d+\.\d+\.\d+)`", doc)
-    from hf_genfix._support import verified_range
+    from hf_genfix.catalog import verified_range
 
     oldest, newest = verified_range()
     assert envs[:2] == [oldest, newest], envs

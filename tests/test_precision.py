@@ -50,10 +50,10 @@ def test_unknown_dtype_is_refused():
 
 
 def test_a_bfloat16_probe_still_sees_the_defect():
-    from hf_genfix.cli import load_targets
-    from hf_genfix.fixes.right_padding import probe
+    from hf_genfix.doctor import import_targets
+    from hf_genfix.fixes.padding.right_padding import probe
 
-    load_targets()
+    import_targets()
     with precision("bfloat16"):
         with hf_genfix.disabled("right-padding"), pytest.raises(DefectObserved):
             probe()

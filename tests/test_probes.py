@@ -32,10 +32,10 @@ def _state(pid):
 
 @pytest.mark.parametrize("manifest", MANIFESTS, ids=[m.id for m in MANIFESTS])
 def test_probe_proves_the_patch(manifest):
-    from hf_genfix.cli import load_targets
+    from hf_genfix.doctor import import_targets
     from hf_genfix.oracles import DefectObserved, ProbeSkipped
 
-    load_targets()
+    import_targets()
     version = transformers_version()
     probe = _probe(manifest)
     affected = in_range(manifest.affected, version)

@@ -14,7 +14,7 @@ pytest.importorskip("transformers")
 
 import hf_genfix  # noqa: E402
 from hf_genfix import _record  # noqa: E402
-from hf_genfix.cli import load_targets  # noqa: E402
+from hf_genfix.doctor import import_targets  # noqa: E402
 from hf_genfix.oracles import left_pad, right_pad, tiny_model  # noqa: E402
 
 ROWS = [[5, 6, 7, 8, 9], [10, 11, 12], [13, 14, 15, 16, 17, 18, 19], [20, 21]]
@@ -22,7 +22,7 @@ ROWS = [[5, 6, 7, 8, 9], [10, 11, 12], [13, 14, 15, 16, 17, 18, 19], [20, 21]]
 
 @pytest.fixture(scope="module")
 def model():
-    load_targets()
+    import_targets()
     if {s.id: s.state for s in hf_genfix.status()}.get("right-padding") != "applied":
         pytest.skip("right-padding is not installed on this release")
     return tiny_model("llama")
@@ -70,9 +70,9 @@ def test_a_hand_written_loop_is_recorded_by_prepare_inputs(model):
 def test_log_debug_records_the_whole_process():
     proc = run_python("""
         import json, torch, hf_genfix
-        from hf_genfix.cli import load_targets
+        from hf_genfix.doctor import import_targets
         from hf_genfix.oracles import right_pad, tiny_model
-        load_targets()
+        import_targets()
         model = tiny_model("llama")
         ids, mask = right_pad([[5, 6, 7], [8, 9]])
         with torch.no_grad():

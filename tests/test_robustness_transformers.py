@@ -28,11 +28,11 @@ def _patches(obj) -> list[str]:
 
 def test_patched_callables_pickle_and_deepcopy_as_upstreams_do():
     import hf_genfix
-    from hf_genfix.cli import load_targets
+    from hf_genfix.doctor import import_targets
     from hf_genfix.oracles import tiny_model
     from transformers import AutoTokenizer, GenerationMixin
 
-    load_targets()
+    import_targets()
     installed = {s.id for s in hf_genfix.status() if s.state in ("applied", "forced")}
     model = tiny_model("llama")
     subjects = {
@@ -64,11 +64,11 @@ def test_reloaded_generation_module_keeps_models_fixed():
     out = run_json("""
         import importlib, json
         import hf_genfix
-        from hf_genfix.cli import load_targets
+        from hf_genfix.doctor import import_targets
         from hf_genfix._patcher import wrapped_by
         from hf_genfix.oracles import tiny_model
         from hf_genfix.oracles.padding import check_right_padded_generate, ragged_rows
-        load_targets()
+        import_targets()
         if {s.id: s.state for s in hf_genfix.status()}.get("right-padding") != "applied":
             print(json.dumps({"skip": True}))
             raise SystemExit

@@ -153,7 +153,7 @@ def test_the_copy_behaves_like_the_fix_and_keeps_its_source():
 def test_tracebacks_and_inspect_show_the_fixs_source():
     import traceback
 
-    from hf_genfix.fixes import right_padding
+    from hf_genfix.fixes.padding import right_padding
 
     clone = hidden_from_warnings(right_padding._generate)
     assert inspect.getsource(clone) == inspect.getsource(right_padding._generate)
@@ -171,9 +171,9 @@ def test_every_installed_wrapper_is_stepped_over():
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     from hf_genfix import _activation
-    from hf_genfix.cli import load_targets
+    from hf_genfix.doctor import import_targets
 
-    load_targets()
+    import_targets()
     registry = _activation.registry()
     seen = 0
     for status in registry.status():

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from . import _activation
 from ._config import ConfigError
-from ._errors import Drift, HFGenfixWarning, PatchError
+from ._errors import Drift, HFGenfixWarning, ManifestError, PatchError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, ContextManager
 
-    from ._registry import PatchStatus, Registry
+    from ._registry import Registry
+    from .catalog import PatchStatus
 
 __all__ = [
     "ConfigError",
@@ -93,8 +94,7 @@ def forced(*patch_ids: str) -> ContextManager[None]:
 
 
 _LAZY = {
-    "PatchStatus": "hf_genfix._registry",
-    "ManifestError": "hf_genfix._manifest",
+    "PatchStatus": "hf_genfix.catalog",
     "BatchPaddingPolicy": "hf_genfix.helpers.padding",
     "GenerationInputPrep": "hf_genfix.helpers.decode",
     "DecodeState": "hf_genfix.helpers.decode",

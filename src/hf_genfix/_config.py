@@ -32,6 +32,33 @@ class ConfigError(ValueError):
         self.variable, self.value, self.accepted, self.closest = variable, value, tuple(accepted), closest
 
 
+def manifest_dir() -> str:
+    """Where the manifests are: ``patches/<family>/<id>.toml``."""
+    import os
+
+    # A wheel carries the manifests inside the package; a source checkout (editable install) has them at the
+    # top of the repository, where the design card puts them.
+    here = os.path.dirname(os.path.abspath(__file__))
+    packaged = os.path.join(here, "_patches")
+    if os.path.isdir(packaged):
+        return packaged
+    return os.path.join(os.path.dirname(os.path.dirname(here)), "patches")
+
+
+def patch_ids() -> list[str]:
+    """The ids of the shipped patches (a manifest's file name is its id; tests/test_manifests.py checks it)."""
+    import os
+
+    names: list[str] = []
+    try:
+        with os.scandir(manifest_dir()) as entries:  # patches/<family>/<id>.toml
+            for entry in entries:
+                names += os.listdir(entry.path) if entry.is_dir() else [entry.name]
+    except FileNotFoundError:
+        return []
+    return sorted(name[:-5] for name in names if name.endswith(".toml"))
+
+
 def env_name(patch_id: str) -> str:
     """`sliding-window-crop` -> `HF_GENFIX_SLIDING_WINDOW_CROP`."""
     return f"{PREFIX}_{patch_id.upper().replace('-', '_')}"

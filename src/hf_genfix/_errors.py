@@ -11,3 +11,7 @@ class PatchError(RuntimeError):
 
 class Drift(Exception):
     """The installed transformers lacks what a fix needs (a target or a parameter)."""
+
+
+class ManifestError(ValueError):
+    """A manifest in patches/ that does not follow docs/writing-a-patch.md."""

@@ -267,9 +267,37 @@ class Patcher:
             _, _, hook_cls = resolve(hook)
         else:
             hook_cls = base
+        self._on_new_subclasses(base, hook_cls, cover)
+
+    def add_to_subclasses(self, target: str, attr: str, value: Any, where: Callable[[type], bool]) -> None:
+        """Give ``attr = value`` to each subclass of the class ``target`` that ``where`` accepts, now and as later
+        ones are created, instead of to ``target`` itself, whose other subclasses then never reach it (a
+        ``__getattr__`` for remote-code configurations only). A subclass that has ``attr`` below ``target`` in its
+        MRO (its own, or ours through a covered parent) keeps it."""
+        self._declared(target)
+        _, _, base = resolve(target)
+        if not inspect.isclass(base):
+            raise Drift(f"{target}: {base!r} is not a class")
+
+        def cover(cls: type) -> None:
+            below = cls.__mro__[:cls.__mro__.index(base)] if base in cls.__mro__ else ()
+            if cls is not base and not any(attr in vars(c) for c in below) and where(cls):
+                self._set(cls, attr, value)
+
+        for cls in _all_subclasses(base):
+            cover(cls)
+        self._on_new_subclasses(base, base, cover, key=(target, attr))
+
+    def _on_new_subclasses(self, base: type, hook_cls: type, cover: Callable[[type], None], key: Any = None) -> None:
+        """``cover(cls)`` for each subclass of ``base`` created from now on (an ``__init_subclass__`` on
+        ``hook_cls``, chained to the one it had). When the fix runs again after a reload, the hook it installed is
+        kept: any hook of this patch (``wrap_subclasses``), or the one of the same ``key``."""
         previous = vars(hook_cls).get("__init_subclass__", _MISSING)
-        if previous is not _MISSING and self._installed(hook_cls, "__init_subclass__", previous):
-            return  # the fix runs again after a reload and this class already has our hook
+        hook = previous
+        while hook is not _MISSING and self._installed(hook_cls, "__init_subclass__", hook):
+            if key is None or getattr(hook.__func__, "_genfix_key", None) == key:
+                return
+            hook = getattr(hook.__func__, "_genfix_previous", _MISSING)
 
         def __init_subclass__(cls: type, **kwargs: Any) -> None:
             if previous is _MISSING:
@@ -280,6 +308,7 @@ class Patcher:
                 with self._lock:
                     cover(cls)
 
+        __init_subclass__._genfix_key, __init_subclass__._genfix_previous = key, previous  # type: ignore[attr-defined]
         self._set(hook_cls, "__init_subclass__", classmethod(__init_subclass__))
 
     # -- what the registry calls ----------------------------------------------------------------------------

@@ -19,14 +19,15 @@ import os
 import sys
 import threading
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Sequence
 
-from . import _activation, _fork
+from . import _fork, _hooks
 from ._config import Config, env_name
-from ._manifest import Manifest, load_dir
+from ._manifest import Manifest
 from ._errors import Drift, HFGenfixWarning, PatchError
 from ._patcher import Patcher, is_suppressed, resolve, suppressed
+from .catalog import PatchStatus
 
 log = logging.getLogger("hf_genfix")
 
@@ -36,52 +37,6 @@ APPLIED, FORCED, NOT_NEEDED, DISABLED, PENDING, DRIFT, FAILED = (
 # Decided to install, hooked, waiting for a target module: installed as that module's import completes.
 ARMED = "armed"
 INSTALLED = (APPLIED, FORCED)
-
-
-@dataclass(frozen=True)
-class PatchStatus:
-    """One patch as this process has it: what ``hf_genfix.status()`` returns, one per known patch.
-
-    Fields: ``id``; ``state`` (below); ``reason`` (why, in words: for ``armed`` the modules whose import installs
-    it); ``summary``; ``family``; ``targets`` (the ``module:qualname`` objects the fix wraps); ``affected`` (the
-    transformers releases with the defect); ``fixed_upstream``; ``transformers_version`` (None while transformers
-    is not imported); ``toggle`` (auto / on / off, from ``HF_GENFIX_<ID>``); ``calls_seen`` and ``calls_changed``
-    (calls through the patch, and those it changed, while recording was on: ``hf_genfix.recording()``).
-
-    States, and what each means for your outputs:
-
-    - ``applied``: this release has the defect and the fix is installed: calls reach the corrected code.
-    - ``armed``: this release has the defect and the fix will be installed when the module named in ``reason`` is
-      imported, as that import completes, before any of its code can be called; until then nothing is changed.
-      (Should the module then lack what the fix needs, the state becomes ``drift``, with a warning.)
-    - ``pending``: not decided yet: transformers is not imported. Nothing is changed.
-    - ``not-needed``: this release is outside the affected range: nothing is installed, upstream is right here.
-    - ``forced``: installed outside its range by ``HF_GENFIX_<ID>=on`` or ``hf_genfix.forced()``.
-    - ``disabled``: switched off (``HF_GENFIX=off``, ``HF_GENFIX_<ID>=off``, ``revert()``, inside ``disabled()``):
-      you get upstream's outputs, defect included.
-    - ``drift``: the installed transformers lacks what the fix needs: not installed (one ``HFGenfixWarning``);
-      upstream's outputs, defect included.
-    - ``failed``: the fix raised while installing and was rolled back (one ``HFGenfixWarning``); upstream's outputs.
-    """
-
-    id: str
-    state: str
-    reason: str
-    summary: str
-    family: str
-    targets: tuple[str, ...]
-    affected: str
-    fixed_upstream: Mapping[str, Any]  # version: a release or a list of them (see _manifest)
-    transformers_version: str | None
-    toggle: str
-    calls_seen: int = 0  # calls through the patch while recording was on (hf_genfix.recording(), LOG=debug)
-    calls_changed: int = 0  # of those, the calls the patch changed
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["targets"] = list(self.targets)
-        d["fixed_upstream"] = dict(self.fixed_upstream)
-        return d
 
 
 @dataclass
@@ -159,7 +114,9 @@ class Registry:
             self._active = True
             if not self.config.enabled:
                 return
-            _activation.watch([m for e in self._entries.values() for m in e.manifest.target_modules], self)
+            # transformers too: its import tells the version every decision needs
+            targets = [m for e in self._entries.values() for m in e.manifest.target_modules]
+            _hooks.watch(["transformers", *targets], self)
             self._reconcile(trigger=trigger)
 
     def revert(self) -> None:
@@ -390,12 +347,9 @@ class Registry:
             return
         self._warned_version = version
         if _parse_version(version) is not None:
-            from ._support import outside_verified
+            from .catalog import warn_if_unverified
 
-            unverified = outside_verified(version)
-            if unverified:
-                # `hf-genfix list` and `doctor` print this line themselves and drop the record (by this mark).
-                log.warning("hf_genfix: %s", unverified, extra={"hf_genfix_unverified": version})
+            warn_if_unverified(version)
             return
         warnings.warn(
             f"hf_genfix: transformers reports version {version!r}, which is not a PEP 440 version: hf_genfix "
@@ -406,16 +360,11 @@ class Registry:
 
     def _summarise(self, version: str | None, trigger: str, changed: list[str]) -> None:
         if version is not None and not self._summarised and log.isEnabledFor(logging.INFO):
-            # HF_GENFIX_LOG=info: one line per process, once transformers is imported; the decisions as each
-            # target module is imported are DEBUG lines.
+            # HF_GENFIX_LOG=info: one line per process; the decisions as each target module is imported are DEBUG
+            from .catalog import summary_line
+
             self._summarised = True
-            counts: dict[str, int] = {}
-            for entry in self._entries.values():
-                counts[entry.state] = counts.get(entry.state, 0) + 1
-            fixing = sum(counts.pop(state, 0) for state in (APPLIED, ARMED, FORCED))
-            rest = "".join(f", {n} {state}" for state, n in sorted(counts.items()))
-            log.info("hf_genfix on transformers %s: %d patches fix defects of this release (each installed as its "
-                     "module is imported)%s; `hf-genfix list` names them", version, fixing, rest)
+            log.info("%s", summary_line(version, [e.state for e in self._entries.values()]))
         if not log.isEnabledFor(logging.DEBUG):
             return
         by_state: dict[str, list[str]] = {}

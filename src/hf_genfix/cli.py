@@ -62,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def environment_problems(environ: Any = None) -> list[Any]:
     """A ``ConfigError`` for each ``HF_GENFIX*`` variable of ``environ`` that hf_genfix rejects (each checked
     on its own, so every bad one is named)."""
-    from ._activation import patch_ids
+    from ._config import patch_ids
     from ._config import PREFIX, Config, ConfigError
 
     environ = os.environ if environ is None else environ
@@ -79,7 +79,7 @@ def environment_problems(environ: Any = None) -> list[Any]:
 
 def variables() -> list[tuple[str, str, str]]:
     """(name, accepted values, meaning) of every HF_GENFIX* variable this install accepts."""
-    from ._activation import patch_ids
+    from ._config import patch_ids
     from ._config import PREFIX, env_name
 
     switch = "on, off (also 1/0, true/false, yes/no)"
@@ -142,24 +142,6 @@ def _asks_for_help(argv: list[str]) -> bool:
 
 
 # -- list ---------------------------------------------------------------------------------------------------------
-def load_targets() -> str | None:
-    """Import every target module so each patch is decided; returns the transformers version (None if absent)."""
-    import hf_genfix
-    from hf_genfix._registry import transformers_version
-
-    try:
-        importlib.import_module("transformers")
-    except ImportError:
-        return None
-    for manifest in hf_genfix._default().manifests():
-        for module in manifest.target_modules:
-            try:
-                importlib.import_module(module)
-            except ImportError:
-                pass  # a module this release does not have: the patch stays pending (or not-needed)
-    return transformers_version()
-
-
 def cmd_list(as_json: bool) -> int:
     """The states a plain program has once it imported hf_genfix and transformers, nothing else: an ``armed``
     patch names the module whose import installs it."""
@@ -176,18 +158,25 @@ def cmd_list(as_json: bool) -> int:
         json.dump({"transformers": version, "patches": [r.to_dict() for r in records]}, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
-    from hf_genfix._support import outside_verified
+    from hf_genfix.catalog import outside_verified
 
     unverified = outside_verified(version)
     if unverified:
         print(unverified)
     print(f"transformers {version}: {LIST_HEADER}" if version else "transformers is not installed: nothing to patch")
-    rows = [("id", "state", "affected", "summary")] + [
-        (r.id, r.state, r.affected, r.summary) for r in records
-    ]
+    from hf_genfix.fixes import FAMILIES
+
+    rows = [("id", "state", "affected", "summary")] + [(r.id, r.state, r.affected, r.summary) for r in records]
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[3])
+    line = lambda row: "  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[3]  # noqa: E731
+    print(line(rows[0]))
+    families = {r.family: None for r in records}
+    for family in [*(f for f in FAMILIES if f in families), *(f for f in families if f not in FAMILIES)]:
+        print(f"\n{family}: {FAMILIES.get(family, '')}".rstrip(": "))
+        for r in records:
+            if r.family == family:
+                print(line((r.id, r.state, r.affected, r.summary)))
+    print()
     for r in records:
         if r.state in ("armed", "drift", "failed", "pending", "forced"):
             print(f"  {r.id}: {r.state}: {r.reason}")

@@ -272,22 +272,26 @@ def check_patch(registry: Any, status: Any, manifest: Any) -> PatchReport:
 
 
 # -- the whole run ----------------------------------------------------------------------------------------------
-def import_targets(registry: Any) -> str | None:
-    """Import every target module of ``registry``'s manifests so that each patch is decided."""
+def import_targets(registry: Any = None) -> str | None:
+    """Import every target module of the patches (of ``registry``, the process-wide one by default) so that each
+    patch is decided now; returns the transformers version (None when transformers is not installed). A program
+    that wants every patch for its release in place before it runs anything calls this once after the import."""
     import hf_genfix
 
-    from . import cli
     from ._registry import transformers_version
 
-    if registry is hf_genfix._default():
-        return cli.load_targets()
-    if transformers_version() is None:
+    if registry is None:
+        registry = hf_genfix._default()
+    if registry is not hf_genfix._default() and transformers_version() is None:
         return None
-    importlib.import_module("transformers")  # the version a registry gates on is the imported one
+    try:
+        importlib.import_module("transformers")  # the version a registry gates on is the imported one
+    except ImportError:
+        return None
     for manifest in registry.manifests():
         for module in manifest.target_modules:
             with contextlib.suppress(ImportError):
-                importlib.import_module(module)
+                importlib.import_module(module)  # a module this release lacks: the patch stays pending or drifts
     return transformers_version()
 
 
@@ -408,7 +412,7 @@ def diagnose(registry: Any = None, only: Sequence[str] = (),
         hints = [f"{p} (did you mean {close[0]}?)" if close else p
                  for p in unknown for close in [difflib.get_close_matches(p, list(manifests), n=1)]]
         raise UsageError(f"--patch: no patch has the id {', '.join(hints)}; `hf-genfix list` prints every id")
-    from ._support import outside_verified, verified_range
+    from .catalog import outside_verified, verified_range
 
     patches: list[PatchReport] = []
     if version is not None:

@@ -255,7 +255,7 @@ def _quiet_env(python: str, extra: Mapping[str, str] | None = None) -> dict[str,
 def fingerprint() -> str:
     """This hf_genfix's code and manifests as they are on disk (name, size, mtime of each file): a doctor report
     is reused only while neither changed."""
-    from ._activation import manifest_dir
+    from ._config import manifest_dir
 
     package, _ = _package_roots()
     h = hashlib.sha256()

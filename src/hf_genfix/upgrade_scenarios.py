@@ -20,7 +20,7 @@ import traceback
 from typing import Any, Callable
 
 NEW_TOKENS = 8
-COMMON = ("prepare-inputs", "decoding", "model", "sliding-window")
+COMMON = ("prepare-inputs", "decoding", "models", "sliding-window", "remote-code")
 # name -> (what it runs, the patch families that can change its output)
 SCENARIOS: dict[str, tuple[str, tuple[str, ...]]] = {
     "greedy": ("one prompt, greedy", COMMON),
@@ -28,7 +28,7 @@ SCENARIOS: dict[str, tuple[str, tuple[str, ...]]] = {
     "greedy-batch-right": ("the same two prompts right-padded, greedy", COMMON + ("padding",)),
     "sample": ("one prompt, do_sample=True, top_k=20, torch.manual_seed(0)", COMMON),
     "beam": ("one prompt, num_beams=3", COMMON),
-    "prompt-lookup": ("a repetitive prompt, prompt_lookup_num_tokens=3, greedy", COMMON + ("drafting",)),
+    "prompt-lookup": ("a repetitive prompt, prompt_lookup_num_tokens=3, greedy", COMMON),
     "static-cache": ("one prompt, cache_implementation='static', greedy", COMMON),
     "generation-config": ("one prompt, the checkpoint's own generation_config (only max_new_tokens set)",
                           COMMON + ("padding",)),

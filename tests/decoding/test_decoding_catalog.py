@@ -21,9 +21,9 @@ from hf_genfix.oracles.sliding import prompts  # noqa: E402
 
 @pytest.fixture(autouse=True)
 def patches_decided():
-    from hf_genfix.cli import load_targets
+    from hf_genfix.doctor import import_targets
 
-    load_targets()
+    import_targets()
 
 
 def _applied(pid: str) -> bool:

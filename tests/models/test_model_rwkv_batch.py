@@ -24,9 +24,9 @@ PATCH = "model-rwkv-batch"
 
 @pytest.fixture(autouse=True)
 def patches_decided():
-    from hf_genfix.cli import load_targets
+    from hf_genfix.doctor import import_targets
 
-    load_targets()
+    import_targets()
 
 
 @pytest.fixture(scope="module")

@@ -30,6 +30,6 @@ def model_of(arch: str, **overrides):
 @pytest.fixture(autouse=True)
 def patches_decided():
     # Import every target module, so each patch is decided (applied / not-needed) before a test runs.
-    from hf_genfix.cli import load_targets
+    from hf_genfix.doctor import import_targets
 
-    load_targets()
+    import_targets()

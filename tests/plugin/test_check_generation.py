@@ -129,7 +129,7 @@ def test_window_cropped_mask_is_named_past_the_window():
     assert "8 columns" in past.message
 
 
-# The patches whose defects make assisted decoding fail past a sliding window (patches/*.toml).
+# The patches whose defects make assisted decoding fail past a sliding window (patches/sliding_window/).
 ASSISTED_PAST_WINDOW = ("sliding-window-dynamic-full", "sliding-window-rollback-cache", "sliding-window-draft-keys")
 
 

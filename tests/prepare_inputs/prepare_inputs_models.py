@@ -24,11 +24,11 @@ def release():
 def model_of(arch: str, seq2seq: bool = False):
     """The tiny ``arch`` model (an encoder-decoder one of ``oracles.decode.SEQ2SEQ`` with ``seq2seq``), built
     once; an architecture this release lacks is a skip with the reason."""
-    from hf_genfix.cli import load_targets
+    from hf_genfix.doctor import import_targets
     from hf_genfix.oracles import ProbeSkipped, tiny_model
     from hf_genfix.oracles.decode import tiny_seq2seq
 
-    load_targets()  # every patch decided (applied / not-needed) before the first model runs
+    import_targets()  # every patch decided (applied / not-needed) before the first model runs
     key = ("seq2seq", arch) if seq2seq else arch
     if key not in _models:
         try:

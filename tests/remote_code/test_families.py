@@ -47,9 +47,9 @@ REMOTE_PATCHES = (
 
 @pytest.fixture(scope="module", autouse=True)
 def decided():
-    from hf_genfix.cli import load_targets
+    from hf_genfix.doctor import import_targets
 
-    load_targets()  # every patch decided before the first remote class is created
+    import_targets()  # every patch decided before the first remote class is created
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -206,7 +206,7 @@ def test_a_remote_tokenizer_without_special_tokens_encodes_its_own_tokens():
 def test_special_tokens_pattern_is_left_to_any_transformers_class_in_the_mro():
     """Only classes written directly on the slow base get 5.2's default; a subclass of a transformers tokenizer
     keeps what that class chose."""
-    from hf_genfix.fixes.remote_code_tokenizer_special_tokens import written_for_4x
+    from hf_genfix.fixes.remote_code.remote_code_tokenizer_special_tokens import written_for_4x
 
     class Base: ...
     class Builtin(Base): ...

@@ -117,7 +117,7 @@ def test_installed_in_the_plain_program_too_keeps_the_verdict(make_registry):
 
 
 def test_every_shipped_patch_has_a_user_program():
-    from hf_genfix._activation import manifest_dir
+    from hf_genfix._config import manifest_dir
     from hf_genfix._manifest import load_dir
     from hf_genfix.oracles import user_programs
 
@@ -219,15 +219,15 @@ def test_unknown_patch_is_a_usage_error_exit_2(make_registry, capsys):
 
 def test_unverified_release_is_exit_3_and_said_first(make_registry, capsys, monkeypatch):
     """Outside the verified range doctor still checks, but its exit status says "unverified", not "broken"."""
-    from hf_genfix import _support
+    from hf_genfix import catalog
 
-    monkeypatch.setattr(_support, "verified_range", lambda: ("9.0.0", "9.1.0"))
+    monkeypatch.setattr(catalog, "verified_range", lambda: ("9.0.0", "9.1.0"))
     code = doctor.main([], registry=make_registry("fixed-here", "broken-probe"))
     lines = capsys.readouterr().out.splitlines()
     assert code == doctor.EXIT_UNSUPPORTED == 3
     assert "is outside the range hf_genfix has verified (9.0.0\u2013" in lines[1], lines
     assert lines[-1].startswith("UNVERIFIED RELEASE: 2 patches checked")
-    monkeypatch.setattr(_support, "verified_range", lambda: ("0.0.1", "9.1.0"))
+    monkeypatch.setattr(catalog, "verified_range", lambda: ("0.0.1", "9.1.0"))
     assert doctor.main([], registry=make_registry("skipped-here")) == 0
     assert "outside the range" not in capsys.readouterr().out
 

@@ -228,7 +228,7 @@ def test_sweep_of_the_newest_release_is_recorded_and_is_the_upgrade_baseline(res
 def test_the_package_ships_the_matrix_range_as_verified():
     """hf_genfix calls a release unverified from patches/verified.json, which `matrix.py sync` writes from
     tox.ini: the oldest supported release and the newest env."""
-    from hf_genfix._support import verified_range
+    from hf_genfix.catalog import verified_range
 
     releases = matrix.releases()
     assert verified_range() == (matrix.matrix_settings()["oldest_supported"], releases[-1])

@@ -280,7 +280,7 @@ def test_new_scenarios_pass_on_llama_without_hf_genfix(make_registry):
 
 
 def test_a_switched_off_patch_explains_the_scenario_its_manifest_claims():
-    """patches/right-padding.toml claims multi-turn: with that patch off, the right-padded first turn fails and
+    """patches/padding/right-padding.toml claims multi-turn: with that patch off, the right-padded first turn fails and
     the sweep names the patch instead of reporting a new defect."""
     import hf_genfix
     from hf_genfix import doctor

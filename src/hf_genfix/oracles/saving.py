@@ -59,53 +59,12 @@ def _json_difference(x: bytes, y: bytes) -> str:
 
 
 # -- a remote-code model written for 5.x (and 4.x): what a current Hub repo with its own code looks like ----------
-_MODERN_CONFIG = '''
-from transformers import LlamaConfig
-
-
-class ModernConfig(LlamaConfig):
-    model_type = "modern_remote"
-'''
-
-_MODERN_MODELING = '''
-from torch import nn
-from transformers import GenerationMixin, LlamaModel, PreTrainedModel
-from transformers.modeling_outputs import CausalLMOutputWithPast
-
-from .configuration_modern import ModernConfig
-
-
-class ModernPreTrainedModel(PreTrainedModel):
-    config_class = ModernConfig
-    base_model_prefix = "model"
-
-
-class ModernForCausalLM(ModernPreTrainedModel, GenerationMixin):
-    def __init__(self, config):
-        super().__init__(config)
-        self.model = LlamaModel(config)
-        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
-        self.post_init()
-
-    def get_input_embeddings(self):
-        return self.model.embed_tokens
-
-    def forward(self, input_ids=None, attention_mask=None, past_key_values=None, use_cache=None, **kwargs):
-        out = self.model(input_ids=input_ids, attention_mask=attention_mask, past_key_values=past_key_values,
-                         use_cache=use_cache, **kwargs)
-        return CausalLMOutputWithPast(logits=self.lm_head(out.last_hidden_state),
-                                      past_key_values=out.past_key_values)
-'''
-
-
 def write_modern_remote_repo(directory: str | Path, **config: Any) -> Path:
-    """A tiny remote-code repo whose code is written for the current API (a Llama subclass); ``config`` entries
-    are merged into its ``config.json``."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    stamp = f"# hf_genfix repo {uuid.uuid4().hex}\n"  # a fresh remote module per repo (transformers caches by hash)
-    (directory / "configuration_modern.py").write_text(stamp + _MODERN_CONFIG)
-    (directory / "modeling_modern.py").write_text(stamp + _MODERN_MODELING)
+    """A tiny remote-code repo whose code is written for the current API (``remote_repos/modern``: a Llama
+    subclass); ``config`` entries are merged into its ``config.json``."""
+    from .legacy_models import write_repo
+
+    directory = write_repo("modern", directory)
     entries = {
         "model_type": "modern_remote", "architectures": ["ModernForCausalLM"],
         "auto_map": {"AutoConfig": "configuration_modern.ModernConfig",

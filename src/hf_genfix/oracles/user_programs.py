@@ -43,8 +43,8 @@ BY_FAMILY: dict[str, str] = {
     "padding": "causal-lm",
     "prepare-inputs": "causal-lm",
     "sliding-window": "causal-lm",
-    "decoding": "causal-lm",
-    "drafting": "causal-lm",  # generation.utils imports candidate_generator
+    "decoding": "causal-lm",  # drafting too: generation.utils imports candidate_generator
+    "remote-code": "causal-lm",  # those that need the remote repo's own imports are in BY_ID
 }
 
 BY_ID: dict[str, str] = {

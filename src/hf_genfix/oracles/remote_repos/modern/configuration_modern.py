@@ -1,0 +1,5 @@
+from transformers import LlamaConfig
+
+
+class ModernConfig(LlamaConfig):
+    model_type = "modern_remote"
