@@ -252,9 +252,66 @@ class ImageText:
     build: Callable[[int], Any] | None = None
     image_tokens: int = 16
     layout: str = "llava"
-    pixels: str = "image"  # "image": (1, 3, 16, 16); "qwen": flattened 2x2x2 patches with image_grid_thw
+    pixels: Callable[[Any], dict] | None = None  # one image's inputs from a CPU generator; default (1, 3, 16, 16)
     token_types: str | None = None
     since: str = "0"  # the first release whose tiny model of this layout runs (an older one is not built)
+    # The reference hands the model its masks written out from their definition (``sliding_static``'s image
+    # masks): where hf_genfix corrects the model's own image masks (Gemma-3 / Gemma-4 sliding windows), a no-cache
+    # forward through those masks is no oracle.
+    explicit_masks: bool = False
+
+
+def _image(gen: Any) -> dict:
+    import torch
+
+    return {"pixel_values": torch.rand(1, 3, 16, 16, generator=gen, device="cpu")}
+
+
+def _qwen_patches(gen: Any) -> dict:
+    """Qwen2-VL's processor output: flattened 2x2 (x2 frames) patches and their grid."""
+    import torch
+
+    t, h, w = _QWEN_GRID
+    return {"pixel_values": torch.rand(t * h * w, 3 * 2 * 2 * 2, generator=gen, device="cpu"),
+            "image_grid_thw": torch.tensor([[t, h, w]])}
+
+
+def _gemma4_patches(gen: Any) -> dict:
+    """Gemma-4's vision input: 64 patches of 2x2 pixels and their (x, y) places (``sliding_static``)."""
+    import torch
+
+    grid = torch.stack(torch.meshgrid(torch.arange(8), torch.arange(8), indexing="xy"), -1).reshape(1, 64, 2)
+    return {"pixel_values": torch.rand(1, 64, 12, generator=gen, device="cpu"), "image_position_ids": grid}
+
+
+def _with_sizes(gen: Any) -> dict:
+    import torch
+
+    return dict(_image(gen), image_sizes=torch.tensor([[16, 16]]))
+
+
+def _one_per_row(gen: Any) -> dict:
+    """Idefics-2/3, SmolVLM: (batch, images per row, 3, 16, 16) and the pixels' mask."""
+    import torch
+
+    return {"pixel_values": torch.rand(1, 1, 3, 16, 16, generator=gen, device="cpu"),
+            "pixel_attention_mask": torch.ones(1, 1, 16, 16, dtype=torch.bool)}
+
+
+def _with_qformer_text(gen: Any) -> dict:
+    """InstructBLIP: the instruction also goes to the Q-Former (the same 3 tokens for every row)."""
+    import torch
+
+    return dict(_image(gen), qformer_input_ids=torch.tensor([[5, 6, 7]]),
+                qformer_attention_mask=torch.ones(1, 3, dtype=torch.long))
+
+
+_VISION = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2, image_size=16,
+               patch_size=4)
+_QFORMER = dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+                encoder_hidden_size=16, vocab_size=128, max_position_embeddings=64)
+_OPT = dict(model_type="opt", vocab_size=128, hidden_size=32, ffn_dim=64, num_hidden_layers=2, num_attention_heads=4,
+            word_embed_proj_dim=32, max_position_embeddings=256, pad_token_id=0, bos_token_id=1, eos_token_id=2)
 
 
 def _qwen2_vl() -> dict:
@@ -286,9 +343,45 @@ IMAGE_TEXT: dict[str, ImageText] = {
                                         image_token_id=IMAGE, projection_dim=32, hidden_size=32),
                            layout="prefix", token_types="prefix"),
     "gemma3": ImageText(build=lambda seed: sliding_static.tiny_gemma3_vlm(attn="eager", seed=seed),
-                        image_tokens=sliding_static.IMAGE_TOKENS, layout="boi", token_types="image"),
-    "qwen2_vl": ImageText(_qwen2_vl, image_tokens=4, layout="boi", pixels="qwen", token_types="mm"),
-    "qwen2_5_vl": ImageText(_qwen2_5_vl, image_tokens=4, layout="boi", pixels="qwen", token_types="mm"),
+                        image_tokens=sliding_static.IMAGE_TOKENS, layout="boi", token_types="image",
+                        explicit_masks=True),
+    "gemma4": ImageText(build=lambda seed: sliding_static.tiny_gemma4_vlm(attn="eager", seed=seed),
+                        image_tokens=sliding_static.IMAGE_TOKENS, layout="boi", token_types="mm",
+                        pixels=_gemma4_patches, explicit_masks=True),
+    "qwen2_vl": ImageText(_qwen2_vl, image_tokens=4, layout="boi", pixels=_qwen_patches, token_types="mm"),
+    "qwen2_5_vl": ImageText(_qwen2_5_vl, image_tokens=4, layout="boi", pixels=_qwen_patches, token_types="mm"),
+    # Pixel shuffle / patch merging 2x2: 16 patches give 4 soft tokens.
+    "aya_vision": ImageText(lambda: dict(text_config=_text("cohere2"), vision_config=_SIGLIP, downsample_factor=2,
+                                         image_token_index=IMAGE, image_token_id=IMAGE,
+                                         vision_feature_select_strategy="full"), image_tokens=4),
+    "mistral3": ImageText(lambda: dict(text_config=_text("mistral"), image_token_index=IMAGE, image_token_id=IMAGE,
+                                       vision_config=dict(_VISION, model_type="pixtral", head_dim=8),
+                                       spatial_merge_size=2), image_tokens=4, pixels=_with_sizes),
+    "internvl": ImageText(lambda: dict(text_config=_text("qwen2"), image_token_id=IMAGE, image_seq_length=4,
+                                       vision_config=dict(_VISION, model_type="internvl_vision", image_size=[16, 16],
+                                                          patch_size=[4, 4]), downsample_ratio=0.5),
+                          image_tokens=4),
+    "idefics3": ImageText(lambda: dict(text_config=_text("llama"), vision_config=_VISION, scale_factor=2,
+                                       image_token_id=IMAGE), image_tokens=4, pixels=_one_per_row),
+    "smolvlm": ImageText(lambda: dict(text_config=_text("llama"), vision_config=_VISION, scale_factor=2,
+                                      image_token_id=IMAGE), image_tokens=4, pixels=_one_per_row),
+    "idefics2": ImageText(lambda: dict(text_config=_text("mistral"), vision_config=_VISION, image_token_id=IMAGE,
+                                       perceiver_config=dict(hidden_act="silu", resampler_n_latents=4,
+                                                             resampler_depth=1, resampler_n_heads=2,
+                                                             resampler_head_dim=8, num_key_value_heads=1)),
+                          image_tokens=4, pixels=_one_per_row),
+    # BLIP-2 / InstructBLIP: 4 Q-Former queries as soft tokens before the text.
+    "blip-2": ImageText(lambda: dict(vision_config=_VISION, qformer_config=_QFORMER, text_config=_OPT,
+                                     num_query_tokens=4, image_token_index=IMAGE, image_token_id=IMAGE),
+                        image_tokens=4, layout="prefix"),
+    "instructblip": ImageText(lambda: dict(vision_config=_VISION, qformer_config=_QFORMER, text_config=_OPT,
+                                           num_query_tokens=4, image_token_index=IMAGE, image_token_id=IMAGE),
+                              image_tokens=4, layout="prefix", pixels=_with_qformer_text),
+    "kosmos-2": ImageText(lambda: dict(text_config=dict(vocab_size=128, embed_dim=32, layers=2, ffn_dim=64,
+                                                        attention_heads=4, max_position_embeddings=256,
+                                                        pad_token_id=0, bos_token_id=1, eos_token_id=2),
+                                       vision_config=_VISION, latent_query_num=4),
+                          image_tokens=4, layout="boi", token_types="kosmos"),
 }
 
 
@@ -366,12 +459,9 @@ class ImageTextSubject:
         from .precision import current
 
         gen = torch.Generator().manual_seed(1000 + seed)
-        place = dict(device=self.model.device, dtype=current().torch_dtype)
-        if self.spec.pixels == "qwen":
-            t, h, w = _QWEN_GRID
-            pixels = torch.rand(t * h * w, 3 * 2 * 2 * 2, generator=gen, device="cpu").to(**place)
-            return {"pixel_values": pixels, "image_grid_thw": torch.tensor([[t, h, w]], device=self.model.device)}
-        return {"pixel_values": torch.rand(1, 3, 16, 16, generator=gen, device="cpu").to(**place)}
+        drawn = (self.spec.pixels or _image)(gen)
+        return {k: v.to(device=self.model.device, dtype=current().torch_dtype if v.is_floating_point() else v.dtype)
+                for k, v in drawn.items()}
 
     def token_types(self, ids: Any, generated: int = 0) -> dict:
         import torch
@@ -385,6 +475,8 @@ class ImageTextSubject:
             if "mm_token_type_ids" not in inspect.signature(self.model.forward).parameters:
                 return {}
             key = "mm_token_type_ids"
+        elif self.spec.token_types == "kosmos":
+            key = "image_embeds_position_mask"  # Kosmos-2: where the latent queries go
         elif self.spec.token_types != "image":
             return {}
         return {key: torch.nn.functional.pad((ids == IMAGE).long(), (0, generated))}
@@ -418,6 +510,8 @@ class ImageTextSubject:
             visible[:, :n] = True
             kwargs["attention_mask"] = torch.zeros(1, 1, width, width, dtype=self.model.dtype, device=ids.device)
             kwargs["attention_mask"].masked_fill_(~visible, torch.finfo(self.model.dtype).min)
+        if self.spec.explicit_masks:
+            return _mask(sliding_static.image_mask_reference(self.model, dict(kwargs, **types))[0])
         with torch.no_grad():
             out = self.model(**kwargs, **types, use_cache=False)
         return _mask(out.logits[0].float())
@@ -429,14 +523,26 @@ def _mask(logits: Any) -> Any:
     return logits
 
 
+class _IdsByKeyword:
+    """The model for ``generate_steps`` where ``generate()`` takes the pixels first: the ids go by keyword."""
+
+    def __init__(self, model: Any):
+        self.model = model
+
+    def generate(self, input_ids: Any, **kwargs: Any) -> Any:
+        return self.model.generate(input_ids=input_ids, **kwargs)
+
+
 def _image_steps(s: ImageTextSubject, prompts: list[list[int]], images: list[dict], what: str,
                  **generate_kwargs: Any) -> dict:
     """``generate()`` of a left-padded batch of image prompts: every row's every step against the no-cache forward
     of that row alone (its prompt, its image, its generated tokens)."""
     kwargs = s.batch(prompts, images)
     ids, mask = kwargs.pop("input_ids"), kwargs.pop("attention_mask")
-    run = generate_steps(s.model, ids, mask, max_new_tokens=5, suppress_tokens=_SPECIAL, **kwargs,
-                         **generate_kwargs)
+    first = next(iter(inspect.signature(s.model.generate).parameters), "")
+    # BLIP-2, InstructBLIP, Kosmos-2: generate(pixel_values, input_ids=...)
+    model = _IdsByKeyword(s.model) if first == "pixel_values" else s.model
+    run = generate_steps(model, ids, mask, max_new_tokens=5, suppress_tokens=_SPECIAL, **kwargs, **generate_kwargs)
     run = dataclasses.replace(run, step_logits=[_mask(logits.float()) for logits in run.step_logits])
     return check_rows_against_reference(
         s.model, prompts, run, what, eos_token_id=[],
