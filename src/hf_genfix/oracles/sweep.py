@@ -791,7 +791,7 @@ def _run_sweep(registry: Any, archs: Iterable[str] | None, scenarios: Iterable[s
         "scenarios": names,
         "kinds": {k: {"architectures": sorted(t for t in results if kinds[t] == k),
                       "scenarios": [n for n in names if kind_of(SCENARIOS[n]) == k]}
-                  for k in dict.fromkeys(kinds.values())},
+                  for k in KINDS if k in kinds.values()},
         "architectures": results,
         "not_buildable": skipped,
         "unusable": unusable,

@@ -319,7 +319,10 @@ def _qwen2_vl() -> dict:
                   temporal_patch_size=2, in_channels=3, in_chans=3, mlp_ratio=2)
     # Multimodal rotary sections over the 4 frequencies of head_dim 8 (temporal, height, width).
     rope = {"type": "mrope", "rope_type": "default", "mrope_section": [1, 1, 2]}
-    return dict(text_config=_text("qwen2_vl_text", rope_scaling=rope), vision_config=vision, rope_scaling=rope,
+    import transformers
+
+    key = "rope_parameters" if int(transformers.__version__.split(".")[0]) >= 5 else "rope_scaling"  # 5.0 renamed it
+    return dict(text_config=_text("qwen2_vl_text", **{key: rope}), vision_config=vision, **{key: rope},
                 image_token_id=IMAGE, video_token_id=123, vision_start_token_id=BOI, vision_end_token_id=EOI,
                 **{k: v for k, v in _TEXT.items() if k != "head_dim"})
 
