@@ -1,4 +1,8 @@
-"""``hf-genfix doctor --sweep``: the general oracles over every decoder-only architecture of the installed release.
+"""``hf-genfix doctor --sweep``: the general oracles over every architecture of the installed release.
+
+Architectures come in kinds (``KINDS``): decoder-only here; encoder-decoder and image-text in
+``oracles.sweep_families``. Each scenario belongs to one kind (``scenario(..., kind=...)``) and runs on that kind's
+subjects only. What follows describes the decoder-only kind; the judging is the same for every kind.
 
 The catalog (patches/) only knows the defects somebody found. The sweep looks for the next ones: for each
 decoder-only model type this release can build tiny from its config, it runs the generation paths that have
