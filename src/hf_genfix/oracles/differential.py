@@ -79,11 +79,8 @@ def observe(scenario: Callable[[Any], Any], subject: Any, models: tuple[Any, ...
             for model in models:
                 # generate() keeps a static cache on the model (``_cache``) and reuses it in the next call: one left
                 # half-built by a run that raised made the other run raise otherwise (5.0.0 xglm, ctrl, trocr). Each
-                # run starts as a fresh call would. Also on submodules: 4.57 Kosmos-2 generates through its text
-                # model, which keeps the cache there (a first run raised ValueError, every later one
-                # AttributeError).
-                for module in model.modules() if hasattr(model, "modules") else (model,):
-                    vars(module).pop("_cache", None)
+                # run starts as a fresh call would.
+                vars(model).pop("_cache", None)
                 stack.enter_context(recording(model, outputs, forward=record_forward))
             figures = scenario(subject)
     except DefectObserved as exc:

@@ -536,10 +536,19 @@ class _IdsByKeyword:
         return self.model.generate(input_ids=input_ids, **kwargs)
 
 
+def _fresh(model: Any) -> None:
+    """Drop a static cache that an earlier ``generate()`` kept on a submodule (4.57 Kosmos-2 generates through its
+    text model, which keeps it there; ``differential.observe`` drops the top model's only): each run starts as a
+    fresh call would, whatever ran before (a first run raised ValueError, every later one AttributeError)."""
+    for module in list(model.modules()):
+        vars(module).pop("_cache", None)
+
+
 def _image_steps(s: ImageTextSubject, prompts: list[list[int]], images: list[dict], what: str,
                  **generate_kwargs: Any) -> dict:
     """``generate()`` of a left-padded batch of image prompts: every row's every step against the no-cache forward
     of that row alone (its prompt, its image, its generated tokens)."""
+    _fresh(s.model)
     kwargs = s.batch(prompts, images)
     ids, mask = kwargs.pop("input_ids"), kwargs.pop("attention_mask")
     first = next(iter(inspect.signature(s.model.generate).parameters), "")
