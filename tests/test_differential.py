@@ -1,7 +1,7 @@
 """Never worse than upstream: every sweep scenario, without hf_genfix and with it, in one process.
 
 For a representative set of architectures (rotary and learned positions, ALiBi, sliding windows, a recurrent
-model) every scenario of ``hf-genfix doctor --sweep`` runs inside ``hf_genfix.disabled()`` and then with the
+model, two encoder-decoders, four image-text models) every scenario of ``hf-genfix doctor --sweep`` runs inside ``hf_genfix.disabled()`` and then with the
 patches as a user gets them (every target module imported, as doctor has them), and
 ``hf_genfix.oracles.differential.compare`` judges the pair: where upstream passes its oracle hf_genfix's outputs
 are bitwise identical (sequences, scores, logits, the returned cache's length); where upstream is wrong or raises,
@@ -20,8 +20,11 @@ pytest.importorskip("transformers")
 
 # llama: rotary positions from the mask; gpt2: learned absolute positions; gpt_neox: partial rotary, the older
 # code path; bloom: ALiBi, no position_ids; mistral / qwen2: sliding windows (all layers / some layers);
-# rwkv: a recurrent state, no KV cache, no attention mask.
-ARCHS = ("llama", "gpt2", "gpt_neox", "bloom", "mistral", "qwen2", "rwkv")
+# rwkv: a recurrent state, no KV cache, no attention mask. Encoder-decoder: bart (learned positions), t5 (relative
+# buckets); image-text (oracles.sweep_families): llava, paligemma (prefix-LM token types), qwen2_vl (M-RoPE),
+# kosmos-2 (model-kosmos2-padded-positions from 4.54).
+ARCHS = ("llama", "gpt2", "gpt_neox", "bloom", "mistral", "qwen2", "rwkv", "bart", "t5", "llava", "paligemma",
+         "qwen2_vl", "kosmos-2")
 
 
 def test_never_worse_than_upstream(capsys):

@@ -167,6 +167,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "drafting-cache-crop": ("mistral-assisted",),
     "drafting-mtp-init": ("mistral-assisted",),  # the generator class lives in candidate_generator, as above
     "model-rwkv-batch": ("rwkv",),
+    "model-kosmos2-padded-positions": ("kosmos-2",),
     "padding-prefill-chunks": ("mistral-prefill-chunks",),
     # remote code: a trust_remote_code repo written for an older transformers, loaded and generating
     "remote-code-attn-mask-utils": ("remote-deepseek",),
@@ -244,6 +245,16 @@ model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sa
     "gpt-neox-static": _generate("gpt-neox", cache_implementation="static"),
     "gemma3-vlm": _generate("gemma3-vlm", "Gemma3ForConditionalGeneration"),
     "gemma4-vlm": _generate("gemma4-vlm", "Gemma4ForConditionalGeneration"),
+    # Kosmos-2's generate() takes the pixels first; a left-padded batch of two image prompts (4 latent queries).
+    "kosmos-2": """
+import torch
+from transformers import AutoConfig, Kosmos2ForConditionalGeneration
+config = AutoConfig.from_pretrained(REPO + "/kosmos-2")
+model = Kosmos2ForConditionalGeneration(config).eval()
+ids = torch.tensor([[0, 0, 1, 120, 122, 122, 122, 122, 121, 5], [1, 120, 122, 122, 122, 122, 121, 5, 6, 7]])
+model.generate(pixel_values=torch.rand(2, 3, 16, 16), input_ids=ids, attention_mask=(ids != 0).long(),
+               image_embeds_position_mask=(ids == 122).long(), max_new_tokens=3, do_sample=False)
+""",
 }
 
 CHILD = """
@@ -266,6 +277,7 @@ def _write_repos(root: Path) -> dict[str, str]:
     from hf_genfix.oracles import ProbeSkipped
     from hf_genfix.oracles.sliding import MODELS, WINDOW
     from hf_genfix.oracles.sliding_static import tiny_gemma3_vlm, tiny_gemma4_vlm
+    from hf_genfix.oracles.sweep_families import build_image_text
     from hf_genfix.oracles.tiny import tiny_config, tiny_model
     from hf_genfix.oracles.tokenizers import special_ids, write_repo
 
@@ -292,6 +304,7 @@ def _write_repos(root: Path) -> dict[str, str]:
         "gemma4": lambda: tiny_config(MODELS["gemma4"][0], sliding_window=WINDOW, **MODELS["gemma4"][1]),
         "gemma3-vlm": lambda: tiny_gemma3_vlm().config,
         "gemma4-vlm": lambda: tiny_gemma4_vlm().config,
+        "kosmos-2": lambda: build_image_text("kosmos-2").config,
     }
     for folder, make in configs.items():
         try:
@@ -302,7 +315,8 @@ def _write_repos(root: Path) -> dict[str, str]:
 
 
 def _program_folder(name: str) -> str | None:
-    for folder in ("llama", "phi3", "rwkv", "gpt-neox", "mistral", "gemma2", "gemma4-vlm", "gemma3-vlm", "gemma4"):
+    for folder in ("llama", "phi3", "rwkv", "gpt-neox", "mistral", "gemma2", "gemma4-vlm", "gemma3-vlm", "gemma4",
+                   "kosmos-2"):
         if f'"/{folder}"' in PROGRAM_CODE[name]:
             return folder
     return None

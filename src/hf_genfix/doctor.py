@@ -13,9 +13,10 @@ release its manifest calls unaffected (``catalog wrong``), when a needed patch c
 defect is there, when a plain program does not get an installed patch, or when a probe is broken (an exception
 other than DefectObserved / ProbeSkipped).
 
-``--sweep`` then runs the general oracles over every decoder-only architecture of the installed release
-(``hf_genfix.oracles.sweep``, progress on stderr) and reports the failures no manifest explains; a scenario the
-model cannot do is ``unsupported`` and a defect of the catalog ``known``, neither changes the exit status.
+``--sweep`` then runs the general oracles over every decoder-only, encoder-decoder and image-text architecture of
+the installed release (``hf_genfix.oracles.sweep``, progress on stderr) and reports the failures no manifest
+explains; a scenario the model cannot do is ``unsupported`` and a defect of the catalog ``known``, neither changes
+the exit status.
 ``--differential`` also runs every scenario without hf_genfix and compares (never worse than upstream).
 
 Exit status: 0 every patch checks out; 1 a failing patch (above), or a new defect with ``--sweep``; 2 a usage
@@ -554,7 +555,8 @@ def main(argv: Sequence[str] | None = None, registry: Any = None) -> int:
     parser.add_argument("--output", metavar="FILE", help="also write the JSON report to FILE")
     parser.add_argument("--patch", action="append", default=[], metavar="ID", help="check only these patches")
     parser.add_argument("--sweep", action="store_true",
-                        help="also run the general oracles over every decoder-only architecture of this release")
+                        help="also run the general oracles over every decoder-only, encoder-decoder and image-text "
+                             "architecture of this release")
     parser.add_argument("--arch", action="append", default=[], metavar="MODEL_TYPE",
                         help="with --sweep: only these model types (repeatable)")
     parser.add_argument("--scenario", action="append", default=[], metavar="NAME",

@@ -179,22 +179,20 @@ def test_budget_stops_starting_architectures(make_registry):
 
 def test_quick_builds_a_fixed_sample_and_pick_samples_only_then(make_registry, monkeypatch):
     built: list[str] = []
-    monkeypatch.setattr(sweep, "decoder_only_types", lambda: [f"t{i:02d}" for i in range(30)])
-    monkeypatch.setattr(sweep, "QUICK_ARCHS", 4)
 
-    class Fake:
-        def __init__(self, model_type):
-            if model_type in ("t00", "t06"):  # not buildable: the quick sample takes the next ones instead
-                raise sweep.ProbeSkipped("no tiny config")
-            built.append(model_type)
+    def fake(model_type):
+        if model_type in ("t00", "t06"):  # not buildable: the quick sample takes the next ones instead
+            raise sweep.ProbeSkipped("no tiny config")
+        built.append(model_type)
+        raise sweep.ProbeSkipped("built; nothing to run")  # counted as not built: the next type is tried
 
-    monkeypatch.setattr(sweep, "Subject", Fake)
-    monkeypatch.setattr(sweep, "SCENARIOS", {})
-    out = sweep.run_sweep(make_registry("fixed-here"), quick=True)
-    assert built == ["t03", "t09", "t12", "t15"] and out["quick"] is True
+    monkeypatch.setattr(sweep, "KINDS", {"decoder-only": (lambda: [f"t{i:02d}" for i in range(30)], fake, 4)})
+    out = sweep.run_sweep(make_registry("fixed-here"), scenarios=["cached"], quick=True)
+    # every third type first (t00, t03, t06, ...), unbuildable ones replaced by the next
+    assert built[:4] == ["t03", "t09", "t12", "t15"] and out["quick"] is True
     assert sweep.pick(range(10), 3) == list(range(10))  # outside a quick run every combination is kept
     built.clear()
-    sweep.run_sweep(make_registry("fixed-here"))
+    sweep.run_sweep(make_registry("fixed-here"), scenarios=["cached"])
     assert len(built) == 28
 
 

@@ -96,9 +96,12 @@ def check_rows_against_reference(
     atol: float | None = None,  # default: the current dtype's tolerance
     eos_token_id: int | Sequence[int] | None = None,  # default: the model's generation_config
     check_tokens: bool = True,
+    reference: Any = None,  # reference(row index, tokens) -> logits; default: reference_logits(model, tokens)
 ) -> dict[str, Any]:
     """Compare every row and step of ``run`` with the no-cache reference; raise ``DefectObserved`` on the first
-    mismatch (naming row, step and logit difference), else return figures (max diff, steps compared)."""
+    mismatch (naming row, step and logit difference), else return figures (max diff, steps compared).
+    ``reference``: the no-cache forward where the row alone is more than its tokens (an encoder-decoder's
+    decoder with that row's encoder input, an image-text model with that row's image)."""
     atol = tolerance(atol)
     if eos_token_id is None:
         # Rows that finished are padded afterwards; their later "steps" are not the model's choice.
@@ -111,7 +114,7 @@ def check_rows_against_reference(
             if token in eos:
                 new = new[: t + 1]
                 break
-        ref = reference_logits(model, list(prompt) + new)
+        ref = reference(b, list(prompt) + new) if reference else reference_logits(model, list(prompt) + new)
         for t in range(len(new)):
             expected = ref[len(prompt) - 1 + t]
             actual = run.step_logits[t][b]

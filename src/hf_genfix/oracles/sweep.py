@@ -1,4 +1,8 @@
-"""``hf-genfix doctor --sweep``: the general oracles over every decoder-only architecture of the installed release.
+"""``hf-genfix doctor --sweep``: the general oracles over every architecture of the installed release.
+
+Architectures come in kinds (``KINDS``): decoder-only here; encoder-decoder and image-text in
+``oracles.sweep_families``. Each scenario belongs to one kind (``scenario(..., kind=...)``) and runs on that kind's
+subjects only. What follows describes the decoder-only kind; the judging is the same for every kind.
 
 The catalog (patches/) only knows the defects somebody found. The sweep looks for the next ones: for each
 decoder-only model type this release can build tiny from its config, it runs the generation paths that have
@@ -92,15 +96,18 @@ def pick(items: Iterable[Any], k: int) -> list[Any]:
     return [items[int(i * step)] for i in range(k)]
 
 
-def scenario(name: str, needs: Sequence[str] = (), record_forward: bool = False) -> Callable[[Scenario], Scenario]:
+def scenario(name: str, needs: Sequence[str] = (), record_forward: bool = False,
+             kind: str = "decoder-only") -> Callable[[Scenario], Scenario]:
     """Register a scenario. ``needs``: "kv" (it rewinds, chunks or pre-allocates an attention KV cache: not run on
     a model without one), "padding" (its batch is padded: a failure of a model that cannot take padding is
     ``unsupported``), "reorder" (beam search reorders the cache: a failure of a model whose cache is a recurrent
     state is ``unsupported``), "cache_position" (a caller states new tokens by it: a model whose own
     prepare_inputs_for_generation takes none is ``unsupported``). ``record_forward``: the scenario calls the model
-    by hand, so the differential compares every forward's logits (generate() outputs are always compared)."""
+    by hand, so the differential compares every forward's logits (generate() outputs are always compared).
+    ``kind``: the architecture kind (``KINDS``) whose subjects it runs on."""
 
     def register(func: Scenario) -> Scenario:
+        func.kind = kind  # type: ignore[attr-defined]
         func.needs = tuple(needs)  # type: ignore[attr-defined]
         func.record_forward = record_forward  # type: ignore[attr-defined]
         SCENARIOS[name] = func
@@ -109,7 +116,33 @@ def scenario(name: str, needs: Sequence[str] = (), record_forward: bool = False)
     return register
 
 
+def kind_of(func: Scenario) -> str:
+    return getattr(func, "kind", "decoder-only")
+
+
 # -- the architectures ------------------------------------------------------------------------------------------
+# Architecture kinds: name -> (the model types of this release it covers, the class that builds one as a subject,
+# how many built ones a quick sweep takes). Decoder-only is this module's; oracles.sweep_families adds
+# encoder-decoder and image-text. A model type is swept as the last kind registered that lists it (a family's kind
+# is more specific than decoder-only, whose list also holds composite configs it cannot build).
+KINDS: dict[str, tuple[Callable[[], list[str]], Callable[[str], Any], int]] = {}
+
+
+def architecture_kind(name: str, types: Callable[[], list[str]], subject: Callable[[str], Any],
+                      quick: int) -> None:
+    KINDS[name] = (types, subject, quick)
+
+
+def kinds_of(types: Iterable[str] | None = None) -> dict[str, str]:
+    """{model type: kind} for ``types`` (every kind's types by default); a type no kind lists is decoder-only."""
+    found: dict[str, str] = {}
+    for name, (listed, _, _) in KINDS.items():
+        found.update(dict.fromkeys(listed(), name))
+    if types is None:
+        return dict(sorted(found.items()))
+    return {t: found.get(t, "decoder-only") for t in types}
+
+
 def decoder_only_types() -> list[str]:
     """Model types with a causal-LM head that are neither masked LMs nor encoder-decoders."""
     from transformers.models.auto import modeling_auto as auto
@@ -123,6 +156,8 @@ def decoder_only_types() -> list[str]:
 class Subject:
     """One architecture built tiny: the target model, what it can do (read from the model, not from a list),
     and on demand a draft of the same type (another seed) and a 1-layer copy (same seed) as assistants."""
+
+    kind = "decoder-only"
 
     def __init__(self, model_type: str):
         self.model_type = model_type
@@ -335,6 +370,9 @@ def _composite(config: Any) -> bool:
     if getattr(config, "sub_configs", None):
         return True
     return any(isinstance(v, PretrainedConfig) for v in vars(config).values())
+
+
+architecture_kind("decoder-only", decoder_only_types, Subject, QUICK_ARCHS)
 
 
 # -- the scenarios ----------------------------------------------------------------------------------------------
@@ -649,10 +687,15 @@ def _run_sweep(registry: Any, archs: Iterable[str] | None, scenarios: Iterable[s
     bad = [n for n in names if n not in SCENARIOS]
     if bad:
         raise SystemExit(f"hf-genfix doctor --sweep: unknown scenario(s) {bad}; known: {list(SCENARIOS)}")
-    types = list(archs or decoder_only_types())
-    want = QUICK_ARCHS if quick and not archs else None  # a quick sweep: the first QUICK_ARCHS built ones of ...
+    kinds = kinds_of(archs)
+    # Only the kinds some chosen scenario runs on (a scenario runs on the subjects of its own kind).
+    kinds = {t: k for t, k in kinds.items() if any(kind_of(SCENARIOS[n]) == k for n in names)}
+    types = list(kinds)
+    want = {k: KINDS[k][2] for k in KINDS} if quick and not archs else None
     if want is not None:
-        types = [t for offset in range(3) for t in types[offset::3]]  # ... every third type, then the next ones
+        # A quick sweep: per kind, the first built ones of every third type, then the next ones.
+        per_kind = {k: [t for t in types if kinds[t] == k] for k in KINDS}
+        types = [t for listed in per_kind.values() for offset in range(3) for t in listed[offset::3]]
     results: dict[str, Any] = {}
     skipped: dict[str, str] = {}
     findings: dict[str, list[dict[str, Any]]] = {v: [] for v in (UNKNOWN, KNOWN, UNSUPPORTED)}
@@ -664,14 +707,15 @@ def _run_sweep(registry: Any, archs: Iterable[str] | None, scenarios: Iterable[s
     say = progress or (lambda line: None)
     for index, model_type in enumerate(types, 1):
         counter = f"[{index:>{len(str(len(types)))}}/{len(types)}] {model_type}"
-        if want is not None and len(results) >= want:
-            break
+        kind = kinds[model_type]
+        if want is not None and sum(1 for t in results if kinds[t] == kind) >= want[kind]:
+            continue
         if budget_s is not None and time.perf_counter() - start > budget_s:
             not_reached.append(model_type)
             continue
         arch_start = time.perf_counter()
         try:
-            subject = Subject(model_type)
+            subject = KINDS[kind][1](model_type) if kind in KINDS else Subject(model_type)
         except ProbeSkipped as exc:
             skipped[model_type] = str(exc)
             say(f"{counter}: not built tiny ({exc})")
@@ -682,7 +726,8 @@ def _run_sweep(registry: Any, archs: Iterable[str] | None, scenarios: Iterable[s
             continue
         per: dict[str, dict[str, Any]] = {}
         runs: dict[str, differential.Observation] = {}
-        for name in names:
+        here = [n for n in names if kind_of(SCENARIOS[n]) == kind]
+        for name in here:
             per[name], obs = attempt(SCENARIOS[name], subject)
             if obs is not None:
                 runs[name] = obs
@@ -697,7 +742,7 @@ def _run_sweep(registry: Any, archs: Iterable[str] | None, scenarios: Iterable[s
             results[model_type] = {"seconds": round(time.perf_counter() - arch_start, 3), "scenarios": per}
             say(f"{counter}: unusable tiny, every scenario fails with {ran[0]['message']}")
             continue
-        for name in names:
+        for name in here:
             func, out = SCENARIOS[name], per[name]
             pair = None
             if differential_all and name in runs:
@@ -743,11 +788,14 @@ def _run_sweep(registry: Any, archs: Iterable[str] | None, scenarios: Iterable[s
         verdicts = [o["verdict"] for o in per.values()]
         counts = ", ".join(f"{verdicts.count(v)} {v}" for v in (PASS, SKIPPED, UNSUPPORTED, LOUD, KNOWN,
                                                                    CATALOG_WRONG, WORSE, UNKNOWN) if verdicts.count(v))
-        say(f"{counter}: {len(names)} scenarios in {seconds:.1f} s: {counts} "
+        say(f"{counter}: {len(here)} scenarios in {seconds:.1f} s: {counts} "
             f"(elapsed {time.perf_counter() - start:.0f} s)")
     out = {
         "seconds": round(time.perf_counter() - start, 3),
         "scenarios": names,
+        "kinds": {k: {"architectures": sorted(t for t in results if kinds[t] == k),
+                      "scenarios": [n for n in names if kind_of(SCENARIOS[n]) == k]}
+                  for k in KINDS if k in kinds.values()},
         "architectures": results,
         "not_buildable": skipped,
         "unusable": unusable,
@@ -859,6 +907,9 @@ def render_text(sweep: dict[str, Any]) -> str:
         f"{sweep['seconds']:.1f} s; {len(sweep['not_buildable'])} model types not buildable tiny"
         + (f"; {len(sweep['not_reached'])} not reached within the sweep budget" if sweep["not_reached"] else "")
     ]
+    if len(sweep.get("kinds", {})) > 1:
+        lines.append("  by kind: " + "; ".join(f"{k} {len(v['architectures'])} architectures x "
+                                               f"{len(v['scenarios'])} scenarios" for k, v in sweep["kinds"].items()))
     for arch, message in sweep.get("unusable", {}).items():
         lines.append(f"  unusable tiny: {arch}: every scenario fails with {message}")
     for f in sweep["unknown"] + sweep.get("known", []):
@@ -892,3 +943,7 @@ def render_text(sweep: dict[str, Any]) -> str:
 
 def stderr_progress(line: str) -> None:
     print(f"hf-genfix doctor --sweep {line}", file=sys.stderr, flush=True)
+
+
+# The other architecture kinds and their scenarios register themselves (after everything above exists).
+from . import sweep_families  # noqa: E402,F401

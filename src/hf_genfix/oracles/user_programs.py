@@ -37,6 +37,7 @@ PROGRAMS: dict[str, str] = {
                    "try:\n    import transformers.modeling_attn_mask_utils\nexcept ImportError:\n    pass",
     "gemma3-vlm": "from transformers import Gemma3ForConditionalGeneration",
     "gemma4-vlm": "from transformers import Gemma4ForConditionalGeneration",
+    "kosmos-2": "from transformers import Kosmos2ForConditionalGeneration",
 }
 
 BY_FAMILY: dict[str, str] = {
@@ -55,6 +56,7 @@ BY_ID: dict[str, str] = {
     "prepare-inputs-logits-to-keep": "phi3",
     "decoding-gpt-neox-static-cache": "gpt-neox",
     "model-rwkv-batch": "rwkv",
+    "model-kosmos2-padded-positions": "kosmos-2",
     **{pid: "remote-code" for pid in (
         "remote-code-attn-mask-utils", "remote-code-cache-api", "remote-code-config-defaults",
         "remote-code-extract-past", "remote-code-mask-warning", "remote-code-model-methods",

@@ -1,0 +1,109 @@
+"""``hf-genfix doctor --sweep`` beyond decoder-only: the encoder-decoder and image-text kinds
+(``oracles.sweep_families``): which model types each kind covers, that the oracles pass on correct models, and
+that they catch a batch that is not each row alone (a generate() whose encoder mask shows the pads, or that gives a
+row another row's image)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from doctor_fixture import make_registry  # noqa: E402,F401 - a fixture
+from hf_genfix.oracles import DefectObserved, sweep, sweep_families  # noqa: E402
+
+S2S = ["s2s-cached", "s2s-uncached", "s2s-padded", "s2s-static-cache", "s2s-beam"]
+IMAGE = ["image-cached", "image-uncached", "image-padded", "image-padded-same-image", "image-static-cache"]
+
+
+def test_kinds_cover_encoder_decoder_and_image_text_types():
+    kinds = sweep.kinds_of()
+    assert {t for t in ("bart", "t5", "marian", "pegasus", "m2m_100") if kinds.get(t) == "encoder-decoder"} == {
+        "bart", "t5", "marian", "pegasus", "m2m_100"}
+    assert {t for t in ("llava", "paligemma", "qwen2_vl") if kinds.get(t) == "image-text"} == {
+        "llava", "paligemma", "qwen2_vl"}
+    assert kinds["llama"] == "decoder-only" and "bart" not in sweep.decoder_only_types()
+    assert {sweep.kind_of(sweep.SCENARIOS[n]) for n in S2S} == {"encoder-decoder"}
+    assert {sweep.kind_of(sweep.SCENARIOS[n]) for n in IMAGE} == {"image-text"}
+
+
+def test_encoder_decoder_oracles_pass(make_registry):
+    out = sweep.run_sweep(make_registry("fixed-here"), archs=["bart", "t5", "llama"], scenarios=S2S + ["cached"])
+    assert out["kinds"]["encoder-decoder"] == {"architectures": ["bart", "t5"], "scenarios": S2S}
+    for arch in ("bart", "t5"):
+        runs = out["architectures"][arch]["scenarios"]
+        assert {k: v["outcome"] for k, v in runs.items()} == dict.fromkeys(S2S, "pass"), (arch, runs)
+        assert runs["s2s-padded"]["steps_compared"] == 3 * 6
+    # a decoder-only type runs the decoder-only scenario only
+    assert set(out["architectures"]["llama"]["scenarios"]) == {"cached"}
+    assert "by kind: decoder-only 1 architectures x 1 scenarios; encoder-decoder 2" in sweep.render_text(out)
+    assert not sweep.failed(out)
+
+
+def test_image_text_oracles_pass(make_registry):
+    archs = ["llava", "qwen2_vl", "idefics3"]
+    out = sweep.run_sweep(make_registry("fixed-here"), archs=archs, scenarios=IMAGE)
+    built = [a for a in archs if a in out["architectures"]]
+    assert {"llava", "qwen2_vl"} <= set(built), out["not_buildable"]
+    for arch in built:
+        runs = out["architectures"][arch]["scenarios"]
+        assert {k: v["outcome"] for k, v in runs.items()} == dict.fromkeys(IMAGE, "pass"), (arch, runs)
+    assert not sweep.failed(out)
+
+
+def _generate_dropping(model, monkeypatch, change):
+    """model.generate with ``change(kwargs)`` applied first (an instance attribute: one model only)."""
+    plain = model.generate
+
+    def generate(*args, **kwargs):
+        change(kwargs)
+        return plain(*args, **kwargs)
+
+    monkeypatch.setattr(model, "generate", generate, raising=False)
+
+
+def test_encoder_decoder_oracle_catches_an_encoder_mask_that_shows_the_pads(monkeypatch):
+    subject = sweep_families.Seq2SeqSubject("bart")
+    assert sweep_families.s2s_padded(subject)["max_logit_diff"] < 1e-4
+    # every encoder position visible, pads included (4.x would infer a dropped mask from the pad id)
+    _generate_dropping(subject.model, monkeypatch, lambda kw: kw.update(attention_mask=kw["attention_mask"] | 1))
+    with pytest.raises(DefectObserved, match="right-padded encoder batch vs each row alone"):
+        sweep_families.s2s_padded(subject)
+
+
+def test_image_text_oracle_catches_a_row_given_another_rows_image(monkeypatch):
+    subject = sweep_families.ImageTextSubject("llava")
+    assert sweep_families.image_padded(subject)["max_logit_diff"] < 1e-4
+    _generate_dropping(subject.model, monkeypatch,
+                       lambda kw: kw.update(pixel_values=kw["pixel_values"].flip(0)))
+    with pytest.raises(DefectObserved, match="different images vs each row alone"):
+        sweep_families.image_padded(subject)
+
+
+def test_paligemma_reference_is_the_prefix_lm():
+    """The prompt (image + text) attends both ways, generated tokens causally: the reference of the prompt's last
+    position does not change when generated tokens follow it (4.x made a forward's whole input the prefix)."""
+    subject = sweep_families.ImageTextSubject("paligemma")
+    (prompt,) = subject.prompts(4)
+    image = subject.image(0)
+    alone = subject.reference(prompt, image, [])
+    followed = subject.reference(prompt, image, [7, 8, 9])
+    assert float((alone - followed[: len(prompt)]).abs().max()) < 1e-4
+
+
+def test_a_quick_sweep_samples_each_kind(make_registry):
+    out = sweep.run_sweep(make_registry("fixed-here"), scenarios=["s2s-cached"], quick=True)
+    assert list(out["kinds"]) == ["encoder-decoder"]
+    assert len(out["architectures"]) == sweep_families.QUICK_PER_KIND
+
+
+def test_a_run_drops_a_cache_kept_on_a_submodule():
+    """generate() keeps a static cache on the module that generates (4.57 Kosmos-2: its text model); each image-text
+    run starts without it, so the order of the runs never changes what upstream raises."""
+    import torch
+
+    model = torch.nn.Sequential(torch.nn.Linear(1, 1))
+    model[0]._cache = "left by an earlier run"
+    sweep_families._fresh(model)
+    assert not hasattr(model[0], "_cache")
