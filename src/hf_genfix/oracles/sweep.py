@@ -892,3 +892,6 @@ def render_text(sweep: dict[str, Any]) -> str:
 
 def stderr_progress(line: str) -> None:
     print(f"hf-genfix doctor --sweep {line}", file=sys.stderr, flush=True)
+
+
+from . import sweep_processors  # noqa: E402,F401 - registers the processor scenarios (batch vs each row alone)
