@@ -1,7 +1,8 @@
 """``doctor --sweep`` scenarios: a padded batch ≡ each row alone, for every generation option that reads the ids.
 
 Each scenario takes one option of ``generate()`` (a logits processor or warper transformers builds from the
-generation config, beam search with ``num_return_sequences``, ``stop_strings``, several eos ids) and runs it on
+generation config, beam search with ``num_return_sequences``, group and constrained beam search and DoLa where the
+release has them built in, ``stop_strings``, several eos ids) and runs it on
 three prompts of different lengths (7, 3 and 10 tokens) laid out three ways (``processor-<option>``: the first
 two; ``processor-<option>-right``: the third, where upstream is wrong for every option and hf_genfix's
 ``right-padding`` realigns the batch):
@@ -224,7 +225,15 @@ def _register(name: str, check: Check, fields: Sequence[str] = (), options: Call
             _has(*fields)
             kwargs = dict(fixed, **(options(s) if options else {}))
             rows = s.rows(*LENGTHS, seed=11)
-            return {layout: check(s.model, rows, layout, name, **kwargs) for layout in pick(layouts, 1)}
+            chosen = pick(layouts, 1)
+            try:
+                figures = [check(s.model, rows, layout, name, **kwargs) for layout in chosen]
+            except ValueError as exc:
+                if "trust_remote_code" not in str(exc):
+                    raise
+                # 4.56+: group and constrained beam search, DoLa live in Hub repos (custom_generate): not offline.
+                raise ProbeSkipped(f"{name}: the generation mode is downloaded from the Hub on this release") from exc
+            return {"layouts": ", ".join(chosen), **{k: sum(f.get(k, 0) for f in figures) for k in figures[0]}}
 
         shown = ", ".join(f"{k}={v!r}" for k, v in fixed.items() if not callable(v)) or "see the options"
         run.__doc__ = f"{name} ({shown}): a padded batch ({', '.join(layouts)}) against each row alone"
@@ -303,3 +312,7 @@ _register("eta-cutoff", check_sampled, eta_cutoff=0.02)
 _register("top-h", check_sampled, ("top_h",), top_h=0.5)
 _register("beam-return-sequences", check_beams, num_beams=3, num_return_sequences=2, early_stopping=True)
 _register("beam-repetition-penalty", check_beams, num_beams=2, repetition_penalty=1.8, early_stopping=True)
+_register("group-beam-diversity", check_beams, num_beams=4, num_beam_groups=2, diversity_penalty=1.0,
+          early_stopping=True)
+_register("constrained-beam", check_beams, num_beams=3, force_words_ids=[[5]], early_stopping=True)
+_register("dola", check_rows, dola_layers="low")
