@@ -128,8 +128,9 @@ def _skips_padding(processor: Any) -> bool:
 def _per_row(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     import torch
 
-    marked = vars(instance).get(PADS)
-    if marked is None:
+    marked = getattr(instance, "__dict__", {}).get(PADS)
+    function = getattr(wrapped, "__func__", None)  # called through the class: left to upstream
+    if marked is None or function is None:
         return wrapped(*args, **kwargs)
     pads, width, eos = marked
     bound = bound_arguments(wrapped, args, kwargs)
@@ -138,8 +139,7 @@ def _per_row(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.shape[0] != rows \
             or rows % len(pads):
         return wrapped(*args, **kwargs)
-    per = rows // len(pads)  # beams / returned sequences: generate() expands the rows after building these
-    function = wrapped.__func__
+    per = rows // len(pads)  # beams / returned sequences: 4.x expands the rows after building the processors
     # A row that has emitted eos is finished: generate() appends pads to it and ignores its scores. It keeps the
     # scores upstream gives it (its whole row), so that output_scores stay upstream's bitwise there.
     done = torch.isin(input_ids[:, width:], torch.tensor(eos, device=input_ids.device)).any(dim=1).tolist() \

@@ -251,6 +251,16 @@ def _watermark(s: Subject) -> dict:
     return {"watermarking_config": WatermarkingConfig(bias=2.5, context_width=4, seeding_scheme="selfhash")}
 
 
+def _synthid(s: Subject) -> dict:
+    try:
+        from transformers.generation import SynthIDTextWatermarkingConfig
+    except ImportError as exc:
+        raise ProbeSkipped("no SynthID text watermarking on this release") from exc
+    # n-grams of 5: the 3-token row's first contexts would reach into the padding.
+    return {"watermarking_config": SynthIDTextWatermarkingConfig(keys=[654, 400, 836, 123, 340, 443, 597, 160],
+                                                                 ngram_len=5)}
+
+
 def _bad_words(s: Subject) -> dict:
     (row,) = s.rows(LENGTHS[0], seed=11)[:1]
     return {"bad_words_ids": [[5], [row[-2], row[-1]]]}
@@ -300,6 +310,7 @@ _register("exponential-decay", check_rows, exponential_decay_length_penalty=(2, 
 _register("remove-invalid-values", check_rows, remove_invalid_values=True)
 _register("guidance-scale", check_rows, ("guidance_scale",), guidance_scale=1.5)
 _register("watermark", check_rows, ("watermarking_config",), options=_watermark)
+_register("synthid-watermark", check_rows, ("watermarking_config",), options=_synthid)
 _register("stop-strings", check_rows, ("stop_strings",), options=_stop_strings)
 _register("eos-per-row", check_rows, options=_eos_per_row)
 _register("temperature", check_sampled, temperature=0.7)
