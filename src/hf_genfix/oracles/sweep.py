@@ -80,6 +80,7 @@ SCENARIOS: dict[str, Scenario] = {}
 # ``doctor --sweep --quick``: a deterministic sample of the architectures (and of the combinations a scenario
 # enumerates, through ``pick``) so that a sweep fits in a couple of minutes; the matrix run covers them all.
 QUICK_ARCHS = 16
+QUICK_FIRST: list[str] = []  # model types a scenario module needs in every quick sample (they are taken first)
 _quick = False
 
 
@@ -653,6 +654,7 @@ def _run_sweep(registry: Any, archs: Iterable[str] | None, scenarios: Iterable[s
     want = QUICK_ARCHS if quick and not archs else None  # a quick sweep: the first QUICK_ARCHS built ones of ...
     if want is not None:
         types = [t for offset in range(3) for t in types[offset::3]]  # ... every third type, then the next ones
+        types = [t for t in QUICK_FIRST if t in types] + [t for t in types if t not in QUICK_FIRST]
     results: dict[str, Any] = {}
     skipped: dict[str, str] = {}
     findings: dict[str, list[dict[str, Any]]] = {v: [] for v in (UNKNOWN, KNOWN, UNSUPPORTED)}

@@ -27,8 +27,8 @@ with its prompt and the ``t`` tokens the batch sampled for it (one step, same op
 
 An option the installed release does not have is ``skipped``; one it refuses in words is ``unsupported``. These
 processors do not depend on the architecture, so the scenarios run on four of them (``ARCHS``: Llama-like, GPT-2,
-a mixture of experts, a sliding window); ``doctor --sweep --quick`` samples the layouts and the right-padded
-scenarios (``sweep.pick``).
+a mixture of experts, a sliding window); ``doctor --sweep --quick`` runs them on Llama only, on one layout each
+and four of the right-padded ones (``sweep.pick``).
 """
 
 from __future__ import annotations
@@ -38,17 +38,19 @@ from typing import Any, Callable, Sequence
 from .generation import left_pad, right_pad
 from .outcome import DefectObserved, ProbeSkipped
 from .precision import tolerance
-from .sweep import Subject, pick, scenario
+from .sweep import QUICK_FIRST, Subject, pick, scenario
 
 ARCHS = ("llama", "gpt2", "mixtral", "mistral")
+QUICK_FIRST.append(ARCHS[0])  # a quick sweep's sample of architectures always has one of them
 LENGTHS = (7, 3, 10)
 STEPS = 6
 PAD, EOS = 0, 1
 
 
 def _arch(s: Subject) -> None:
-    if s.model_type not in ARCHS:
-        raise ProbeSkipped(f"the processor scenarios run on {', '.join(ARCHS)} only (they do not depend on the "
+    archs = pick(ARCHS, 1)  # on --quick the first one only
+    if s.model_type not in archs:
+        raise ProbeSkipped(f"the processor scenarios run on {', '.join(archs)} only (they do not depend on the "
                            "architecture)")
 
 
