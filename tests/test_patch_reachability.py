@@ -196,6 +196,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "decoding-prompt-lookup-length": ("llama-prompt-lookup",),
     "decoding-prompt-lookup-no-eos": ("llama-prompt-lookup",),
     "decoding-gpt-neox-static-cache": ("gpt-neox-static",),
+    "decoding-processor-padding": ("llama",),
     "sliding-window-image-generate-static-gemma3": ("gemma3-vlm",),
     "sliding-window-image-generate-static-gemma4": ("gemma4-vlm",),
     "sliding-window-dynamic-full": ("mistral-assisted",),

@@ -84,6 +84,7 @@ SCENARIOS: dict[str, Scenario] = {}
 # ``doctor --sweep --quick``: a deterministic sample of the architectures (and of the combinations a scenario
 # enumerates, through ``pick``) so that a sweep fits in a couple of minutes; the matrix run covers them all.
 QUICK_ARCHS = 16
+QUICK_FIRST: list[str] = []  # model types a scenario module needs in every quick sample (they are taken first)
 _quick = False
 
 
@@ -696,6 +697,7 @@ def _run_sweep(registry: Any, archs: Iterable[str] | None, scenarios: Iterable[s
         # A quick sweep: per kind, the first built ones of every third type, then the next ones.
         per_kind = {k: [t for t in types if kinds[t] == k] for k in KINDS}
         types = [t for listed in per_kind.values() for offset in range(3) for t in listed[offset::3]]
+        types = [t for t in QUICK_FIRST if t in types] + [t for t in types if t not in QUICK_FIRST]
     results: dict[str, Any] = {}
     skipped: dict[str, str] = {}
     findings: dict[str, list[dict[str, Any]]] = {v: [] for v in (UNKNOWN, KNOWN, UNSUPPORTED)}
@@ -947,3 +949,4 @@ def stderr_progress(line: str) -> None:
 
 # The other architecture kinds and their scenarios register themselves (after everything above exists).
 from . import sweep_families  # noqa: E402,F401
+from . import sweep_processors  # noqa: E402,F401 - registers the processor scenarios (batch vs each row alone)
