@@ -45,10 +45,13 @@ def install(patcher: Any) -> None:
 def _chunk_after_state(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     import torch
 
+    hidden = args[0] if args else kwargs.get("hidden_states")
+    if hidden is None or hidden.shape[1] < 2:  # a decoding step: upstream's one-token path, untouched
+        return wrapped(*args, **kwargs)
     bound = inspect.signature(wrapped).bind(*args, **kwargs)
-    hidden, cache = bound.arguments["hidden_states"], bound.arguments.get("cache_params")
+    cache = bound.arguments.get("cache_params")
     positions, mask = bound.arguments.get("cache_position"), bound.arguments.get("attention_mask")
-    if cache is None or hidden.shape[1] < 2 or not _has_state(cache, instance.layer_idx, hidden, positions):
+    if cache is None or not _has_state(cache, instance.layer_idx, hidden, positions):
         return wrapped(*args, **kwargs)
     if mask is not None and not bool((mask == 1).all()):
         return wrapped(*args, **kwargs)
