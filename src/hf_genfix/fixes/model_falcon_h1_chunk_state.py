@@ -7,9 +7,10 @@ from a zero state, then overwrites the cache with what it computed. So when more
 that holds a state -- chunked prefill (``prefill_chunk_size``: every chunk after the first), a conversation
 continued with the ``past_key_values`` of the previous turn, a chunk fed through ``prepare_inputs_for_generation``
 with its ``cache_position`` -- the mixer forgets everything before the chunk, while the attention beside it
-remembers it: the logits are silently wrong (0.18 on a tiny model on 5.2.0, 2.8e-4 on 5.12.0, where the tiny
-model's Mamba output weighs less; whether the tokens change depends on the model), and so is the state carried on.
-Both the torch path and the CUDA-kernel path (``mamba-ssm`` installed) have it. From Falcon-H1's first release
+remembers it: the logits are silently wrong (2.2-2.7 on the probe's tiny model, 2.8e-4 on the sweep's, whose
+Mamba output weighs less; whether the tokens change depends on the model), and so is the state carried on. The
+torch path was measured; the CUDA-kernel path (``mamba-ssm`` installed) has the same chunk code (no
+``initial_states``), read, not run here, and the wrapper covers it too. From Falcon-H1's first release
 (4.53.0) to 5.12.1; 5.13.0 rewrote the mixer to continue both states from the cache (``initial_states=``
 the cached SSM state, the convolution over the cached window). Falcon-H1 alone: the other Mamba-2 mixers of those
 releases (Bamba, GraniteMoeHybrid, NemotronH, Zamba2, Mamba-2) carry the same chunk path, but none of them is
