@@ -9,7 +9,7 @@ the whole sequence with ``position_ids`` of shape ``(batch, 1)``: its forward br
 every token, so from the second generated token on every token is embedded at the last position -- silently
 wrong logits (0.0033 on a tiny OpenAI-GPT, cached greedy generation; 0.0052 for an unpadded batch of 2). 5.1.0
 passed no ``position_ids`` (the forward counted them itself); 5.3.0 keeps the whole ``position_ids`` and cuts them
-in ``prepare_inputs_for_generation`` (huggingface/transformers#44130), which is right for both kinds of model.
+in ``prepare_inputs_for_generation``, which is right for both kinds of model.
 
 Detection. ``probe()``: a tiny OpenAI-GPT, greedy ``generate()`` with ``use_cache=True`` (the default), 6 new
 tokens, every step against a no-cache forward of the row.
