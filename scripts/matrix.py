@@ -11,7 +11,8 @@ writes it into tox.ini's ``env_list``, the CI workflow, the verified range hf_ge
     python scripts/matrix.py releases                  # the derived releases, one a line (--why: the boundaries)
     python scripts/matrix.py sync [--check]            # write the derived list into tox.ini and the CI workflow
     python scripts/matrix.py refresh                   # re-read the published releases from the package index
-    python scripts/matrix.py run tf-5.12.0             # one env: doctor, and the test suite on the suite releases
+    python scripts/matrix.py run tf-5.12.0             # one env: doctor; on the suite releases with --sweep
+                                                       # --differential, and the test suite
     python scripts/matrix.py all [-p 2]                # tox p over every env, then the report; prints the total time
     python scripts/matrix.py install tf-5.12.0         # pip install transformers==5.12.0 into this python
                                                        # (`newest`: the newest release of the matrix)
@@ -492,21 +493,49 @@ def report(results: Path = RESULTS, md: Path = MATRIX_MD, data: Path = MATRIX_JS
 def doctor(env_name: str, results: Path = RESULTS, tox_ini: Path = TOX_INI) -> int:
     """``hf-genfix doctor`` for a matrix env, its JSON saved as tox-results/<env>.json.
 
-    The newest release also runs the sweep, so that the matrix records which unknown defects it already has and
-    the upgrade check reports only the new ones. The exit status is the catalog's (the sweep informs).
+    Every suite release (``suite_releases``: the oldest, [matrix] suite and the newest) adds ``--sweep
+    --differential``: every decoder-only architecture through every scenario, with and without hf_genfix. Its
+    results go into the same report (``sweep``), so that the matrix records them and the upgrade check reports only
+    new unknown defects against the newest. Exit status 1 when a patch fails (the catalog) and, on a suite release,
+    when the sweep fails: an unknown defect, a scenario hf_genfix makes worse than upstream, or a catalog range the
+    sweep shows wrong (what ``hf-genfix doctor --sweep`` exits 1 for).
     """
     out = Path(results) / f"{env_name}.json"
-    newest = ENV_PREFIX + max(releases(tox_ini), key=release_key)
+    swept = env_name[len(ENV_PREFIX):] in suite_releases(tox_ini)
     cmd = [sys.executable, "-m", "hf_genfix", "doctor", "--output", str(out)]
-    code = subprocess.call(cmd + (["--sweep"] if env_name == newest else []))
+    code = subprocess.call(cmd + (SWEEP_ARGS if swept else []))
     if not out.exists():
         return code or 1
-    return 0 if json.loads(out.read_text(encoding="utf-8"))["ok"] else 1
+    report = json.loads(out.read_text(encoding="utf-8"))
+    if not report["ok"]:
+        return 1
+    if swept:
+        failing = sweep_failures(report.get("sweep"))
+        if failing or code:
+            print(f"matrix: {env_name}: hf-genfix doctor {' '.join(SWEEP_ARGS)} FAILED (exit {code}): "
+                  + ("; ".join(failing) or "no sweep in the report"))
+            return 1
+    return 0
+
+
+# What a suite release's doctor adds (docs/matrix.md: the sweep).
+SWEEP_ARGS = ["--sweep", "--differential"]
+
+
+def sweep_failures(sweep: Mapping[str, Any] | None) -> list[str]:
+    """One line per finding that makes ``doctor --sweep`` exit 1 (hf_genfix.oracles.sweep.failed): unknown defects
+    and worse-than-upstream scenarios (the ``unknown`` list), catalog ranges the sweep shows wrong."""
+    if sweep is None:
+        return ["the report has no sweep"]
+    lines = [f"{f.get('verdict', 'unknown')}: {_defect_key(f)}" for f in sweep.get("unknown", [])]
+    lines += [f"catalog wrong: {_defect_key(f)}" for f in sweep.get("known", []) if f.get("catalog_wrong")]
+    return lines
 
 
 def run(env_name: str, pytest_args: Sequence[str] = (), tox_ini: Path = TOX_INI) -> int:
-    """One tox env: ``doctor`` (every probe, both sides of each patch) on every release; the test suite only on
-    the suite releases (``GENFIX_SUITE=all`` runs it everywhere), which keeps the whole matrix within its budget."""
+    """One tox env: ``doctor`` (every probe, both sides of each patch) on every release; ``doctor --sweep
+    --differential`` and the test suite only on the suite releases (``GENFIX_SUITE=all`` runs the tests
+    everywhere), which keeps the whole matrix within its budget."""
     import time
 
     start = time.monotonic()
@@ -517,7 +546,9 @@ def run(env_name: str, pytest_args: Sequence[str] = (), tox_ini: Path = TOX_INI)
         code = subprocess.call([sys.executable, "-m", "pytest", "-q", "-m", "not workers", *pytest_args]) or code
     else:
         print(f"matrix: {env_name}: doctor only (the test suite runs on {', '.join(suite_releases(tox_ini))})")
-    print(f"matrix: {env_name} took {time.monotonic() - start:.0f} s (doctor{' + tests' if release in suite_releases(tox_ini) else ''})")
+    suite = release in suite_releases(tox_ini)
+    print(f"matrix: {env_name} took {time.monotonic() - start:.0f} s "
+          f"(doctor{' --sweep --differential + tests' if suite else ''})")
     return code
 
 
@@ -526,7 +557,7 @@ def run_all(parallel: int = 2, tox_ini: Path = TOX_INI) -> int:
     import time
 
     start = time.monotonic()
-    # Longest first (the newest release adds the sweep, the suite releases the tests): in release order the
+    # Longest first (the suite releases add the sweep and the tests, the newest the longest sweep): in release order the
     # newest env would start last and run alone for five minutes while the other core idles.
     listed = releases(tox_ini)
     suite, newest = suite_releases(tox_ini), max(listed, key=release_key)

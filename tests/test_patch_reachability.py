@@ -168,6 +168,9 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "drafting-mtp-init": ("mistral-assisted",),  # the generator class lives in candidate_generator, as above
     "model-rwkv-batch": ("rwkv",),
     "model-kosmos2-padded-positions": ("kosmos-2",),
+    "model-falcon-h1-chunk-state": ("falcon-h1",),
+    "model-xglm-positions-in-place": ("xglm",),
+    "prepare-inputs-full-ids-positions": ("openai-gpt",),
     "padding-prefill-chunks": ("mistral-prefill-chunks",),
     # remote code: a trust_remote_code repo written for an older transformers, loaded and generating
     "remote-code-attn-mask-utils": ("remote-deepseek",),
@@ -232,6 +235,9 @@ model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sa
     "mistral-static": _generate("mistral", cache_implementation="static"),
     "gemma4-text": _generate("gemma4"),
     "rwkv": _generate("rwkv", "RwkvForCausalLM"),
+    "falcon-h1": _generate("falcon-h1"),
+    "xglm": _generate("xglm"),
+    "openai-gpt": _generate("openai-gpt"),
     "llama-prompt-lookup": _generate("llama", prompt_lookup_num_tokens=3),
     "remote-deepseek": _remote("deepseek"),
     "remote-chatglm3": _remote("chatglm3"),
@@ -279,6 +285,7 @@ def _write_repos(root: Path) -> dict[str, str]:
     from hf_genfix.oracles.sliding import MODELS, WINDOW
     from hf_genfix.oracles.sliding_static import tiny_gemma3_vlm, tiny_gemma4_vlm
     from hf_genfix.oracles.sweep_families import build_image_text
+    from hf_genfix.oracles.sweep import _ssm_overrides
     from hf_genfix.oracles.tiny import tiny_config, tiny_model
     from hf_genfix.oracles.tokenizers import special_ids, write_repo
 
@@ -306,6 +313,9 @@ def _write_repos(root: Path) -> dict[str, str]:
         "gemma3-vlm": lambda: tiny_gemma3_vlm().config,
         "gemma4-vlm": lambda: tiny_gemma4_vlm().config,
         "kosmos-2": lambda: build_image_text("kosmos-2").config,
+        "falcon-h1": lambda: _buildable("falcon_h1", **_ssm_overrides("falcon_h1")),
+        "xglm": lambda: _buildable("xglm"),
+        "openai-gpt": lambda: _buildable("openai-gpt"),
     }
     for folder, make in configs.items():
         try:
@@ -315,9 +325,23 @@ def _write_repos(root: Path) -> dict[str, str]:
     return missing
 
 
+def _buildable(model_type: str, **overrides: object) -> object:
+    """A tiny config, or ProbeSkipped where the release has no such model or cannot build its config (5.4.0's
+    FalconH1Config fails its own validation)."""
+    from hf_genfix.oracles import ProbeSkipped
+    from hf_genfix.oracles.tiny import tiny_config
+
+    try:
+        return tiny_config(model_type, **overrides)
+    except ProbeSkipped:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise ProbeSkipped(f"{model_type}: {type(exc).__name__}") from exc
+
+
 def _program_folder(name: str) -> str | None:
     for folder in ("llama", "phi3", "rwkv", "gpt-neox", "mistral", "gemma2", "gemma4-vlm", "gemma3-vlm", "gemma4",
-                   "kosmos-2"):
+                   "kosmos-2", "falcon-h1", "xglm", "openai-gpt"):
         if f'"/{folder}"' in PROGRAM_CODE[name]:
             return folder
     return None

@@ -44,3 +44,16 @@ def test_folder_difference(files, expected):
     from hf_genfix.oracles.saving import folder_difference
 
     assert folder_difference(*files) == expected
+
+
+def test_each_prepared_repo_has_a_folder_name_of_its_own():
+    """transformers copies a local repo's code to transformers_modules/<folder name> (shared by every process on
+    the machine): two sweeps at once must not write one name (CI's parallel envs overwrote each other's code)."""
+    import hf_genfix
+    from hf_genfix.oracles import saving
+
+    seen = []
+    scenario = saving.SaveScenario("save/names", lambda run: {}, prepare=lambda directory: seen.append(directory.name))
+    for _ in range(2):
+        saving.differential_save(hf_genfix._default(), scenario)
+    assert len(set(seen)) == 2 and all(name.startswith("shared_") for name in seen)

@@ -233,3 +233,55 @@ def test_the_package_ships_the_matrix_range_as_verified():
     releases = matrix.releases()
     assert verified_range() == (matrix.matrix_settings()["oldest_supported"], releases[-1])
     assert verified_range() == (releases[0], releases[-1])
+
+
+def _doctor_env(tmp_path, monkeypatch, release: str, sweep: dict | None, exit_code: int = 0) -> tuple[int, list]:
+    """matrix.doctor for tf-<release> of a 3-release matrix whose suite is 5.12.0, with hf-genfix doctor faked: it
+    writes a report (``sweep`` added where the command asked for one) and exits ``exit_code``."""
+    tox_ini = tmp_path / "tox.ini"
+    tox_ini.write_text("[tox]\nenv_list =\n    tf-{4.57.6,5.0.0,5.12.0,5.14.0}\n    report\n"
+                       "[matrix]\noldest_supported = 4.57.6\nsuite = 5.12.0\n")
+    calls: list = []
+
+    def call(cmd):
+        calls.append(cmd)
+        report = {"ok": True, "patches": [], "transformers": release}
+        if "--sweep" in cmd and sweep is not None:
+            report["sweep"] = sweep
+        Path(cmd[cmd.index("--output") + 1]).write_text(json.dumps(report))
+        return exit_code
+
+    monkeypatch.setattr(matrix.subprocess, "call", call)
+    return matrix.doctor(f"tf-{release}", results=tmp_path, tox_ini=tox_ini), calls
+
+
+GREEN = {"unknown": [], "known": [{"arch": "rwkv", "scenario": "beam", "catalog_wrong": False}], "unsupported": []}
+
+
+@pytest.mark.parametrize("release,swept", [("4.57.6", True), ("5.0.0", False), ("5.12.0", True),
+                                           ("5.14.0", True)])
+def test_every_suite_release_runs_the_differential_sweep(tmp_path, monkeypatch, release, swept):
+    code, (cmd,) = _doctor_env(tmp_path, monkeypatch, release, GREEN)
+    assert code == 0
+    assert (cmd[-2:] == ["--sweep", "--differential"]) is swept and ("--sweep" in cmd) is swept
+    if swept:
+        assert "sweep" in json.loads((tmp_path / f"tf-{release}.json").read_text())
+
+
+@pytest.mark.parametrize("sweep,exit_code", [
+    ({"unknown": [{"arch": "falcon_h1", "scenario": "chunk-after-cache", "verdict": "unknown"}], "known": []}, 1),
+    ({"unknown": [{"arch": "llama", "scenario": "cached", "verdict": "worse"}], "known": []}, 1),
+    ({"unknown": [], "known": [{"arch": "llama", "scenario": "beam", "catalog_wrong": True}]}, 1),
+    (GREEN, 1),  # the sweep's own exit status counts even where the report looks green
+    (None, 0),  # no sweep in the report of a suite release
+])
+def test_a_failing_sweep_fails_the_env(tmp_path, monkeypatch, capsys, sweep, exit_code):
+    code, _ = _doctor_env(tmp_path, monkeypatch, "5.12.0", sweep, exit_code)
+    assert code == 1
+    assert "doctor --sweep --differential FAILED" in capsys.readouterr().out
+
+
+def test_a_failing_sweep_of_a_doctor_only_release_is_not_run(tmp_path, monkeypatch):
+    bad = {"unknown": [{"arch": "llama", "scenario": "cached", "verdict": "worse"}], "known": []}
+    code, (cmd,) = _doctor_env(tmp_path, monkeypatch, "5.0.0", bad)
+    assert code == 0 and "--sweep" not in cmd

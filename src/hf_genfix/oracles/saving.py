@@ -111,7 +111,10 @@ def differential_save(registry: Any, scenario: SaveScenario) -> dict[str, Any]:
         root = Path(tmp)
         with warnings.catch_warnings():  # the shared inputs are built quietly, as observe() runs the scenario
             warnings.simplefilter("ignore")
-            shared = scenario.prepare(root / "shared") if scenario.prepare else None
+            # A name of its own: transformers copies a local repo's code to transformers_modules/<folder name>
+            # (before its content-hash layout), which every process on the machine shares; a fixed name let two
+            # sweeps at once (CI's parallel tox envs) overwrite each other's code: a flaky 'worse'.
+            shared = scenario.prepare(root / f"shared_{uuid.uuid4().hex[:12]}") if scenario.prepare else None
         observations = []
         for label, context in (("upstream", registry.disabled), ("ours", _nothing)):
             run = SaveRun(root / label, shared)

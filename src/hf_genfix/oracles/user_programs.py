@@ -38,6 +38,8 @@ PROGRAMS: dict[str, str] = {
     "gemma3-vlm": "from transformers import Gemma3ForConditionalGeneration",
     "gemma4-vlm": "from transformers import Gemma4ForConditionalGeneration",
     "kosmos-2": "from transformers import Kosmos2ForConditionalGeneration",
+    "falcon-h1": "from transformers import FalconH1ForCausalLM",
+    "xglm": "from transformers import XGLMForCausalLM",
 }
 
 BY_FAMILY: dict[str, str] = {
@@ -57,6 +59,8 @@ BY_ID: dict[str, str] = {
     "decoding-gpt-neox-static-cache": "gpt-neox",
     "model-rwkv-batch": "rwkv",
     "model-kosmos2-padded-positions": "kosmos-2",
+    "model-falcon-h1-chunk-state": "falcon-h1",
+    "model-xglm-positions-in-place": "xglm",
     **{pid: "remote-code" for pid in (
         "remote-code-attn-mask-utils", "remote-code-cache-api", "remote-code-config-defaults",
         "remote-code-extract-past", "remote-code-mask-warning", "remote-code-model-methods",
