@@ -208,6 +208,9 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "sliding-window-image-static-gemma3": ("gemma3-vlm",),
     "sliding-window-image-mask-gemma4": ("gemma4-vlm",),
     "sliding-window-image-static-gemma4": ("gemma4-vlm",),
+    "sliding-window-full-cache-phimoe": ("phimoe",),
+    "sliding-window-full-cache-qwen2-moe": ("qwen2-moe",),
+    "model-jetmoe-static-cache": ("jetmoe-static",),
 }
 
 PROGRAM_CODE: dict[str, str] = {
@@ -244,6 +247,9 @@ model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sa
     "gpt-neox-static": _generate("gpt-neox", cache_implementation="static"),
     "gemma3-vlm": _generate("gemma3-vlm", "Gemma3ForConditionalGeneration"),
     "gemma4-vlm": _generate("gemma4-vlm", "Gemma4ForConditionalGeneration"),
+    "phimoe": _generate("phimoe"),
+    "qwen2-moe": _generate("qwen2-moe"),
+    "jetmoe-static": _generate("jetmoe", cache_implementation="static"),
 }
 
 CHILD = """
@@ -292,6 +298,11 @@ def _write_repos(root: Path) -> dict[str, str]:
         "gemma4": lambda: tiny_config(MODELS["gemma4"][0], sliding_window=WINDOW, **MODELS["gemma4"][1]),
         "gemma3-vlm": lambda: tiny_gemma3_vlm().config,
         "gemma4-vlm": lambda: tiny_gemma4_vlm().config,
+        "phimoe": lambda: tiny_config("phimoe", sliding_window=WINDOW),
+        "qwen2-moe": lambda: tiny_config("qwen2_moe", sliding_window=WINDOW, use_sliding_window=True,
+                                         max_window_layers=0, num_experts=4, moe_intermediate_size=16,
+                                         shared_expert_intermediate_size=16),
+        "jetmoe": lambda: tiny_config("jetmoe", kv_channels=8),
     }
     for folder, make in configs.items():
         try:
@@ -302,7 +313,8 @@ def _write_repos(root: Path) -> dict[str, str]:
 
 
 def _program_folder(name: str) -> str | None:
-    for folder in ("llama", "phi3", "rwkv", "gpt-neox", "mistral", "gemma2", "gemma4-vlm", "gemma3-vlm", "gemma4"):
+    for folder in ("llama", "phi3", "rwkv", "gpt-neox", "mistral", "gemma2", "gemma4-vlm", "gemma3-vlm", "gemma4",
+                   "phimoe", "qwen2-moe", "jetmoe"):
         if f'"/{folder}"' in PROGRAM_CODE[name]:
             return folder
     return None
