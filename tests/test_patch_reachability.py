@@ -211,6 +211,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "sliding-window-full-cache-phimoe": ("phimoe",),
     "sliding-window-full-cache-qwen2-moe": ("qwen2-moe",),
     "model-jetmoe-static-cache": ("jetmoe-static",),
+    "sliding-window-gemma2-decode-mask": ("gemma2",),
 }
 
 PROGRAM_CODE: dict[str, str] = {
@@ -250,6 +251,7 @@ model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sa
     "phimoe": _generate("phimoe"),
     "qwen2-moe": _generate("qwen2-moe"),
     "jetmoe-static": _generate("jetmoe", cache_implementation="static"),
+    "gemma2": _generate("gemma2"),
 }
 
 CHILD = """
