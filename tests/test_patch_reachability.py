@@ -212,6 +212,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "sliding-window-full-cache-qwen2-moe": ("qwen2-moe",),
     "model-jetmoe-static-cache": ("jetmoe-static",),
     "sliding-window-gemma2-decode-mask": ("gemma2",),
+    "model-speech-to-text-2-positions": ("speech-to-text-2",),
 }
 
 PROGRAM_CODE: dict[str, str] = {
@@ -252,6 +253,7 @@ model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sa
     "qwen2-moe": _generate("qwen2-moe"),
     "jetmoe-static": _generate("jetmoe", cache_implementation="static"),
     "gemma2": _generate("gemma2"),
+    "speech-to-text-2": _generate("speech-to-text-2"),
 }
 
 CHILD = """
@@ -305,6 +307,7 @@ def _write_repos(root: Path) -> dict[str, str]:
                                          max_window_layers=0, num_experts=4, moe_intermediate_size=16,
                                          shared_expert_intermediate_size=16),
         "jetmoe": lambda: tiny_config("jetmoe", kv_channels=8),
+        "speech-to-text-2": lambda: tiny_config("speech_to_text_2"),
     }
     for folder, make in configs.items():
         try:
@@ -316,7 +319,7 @@ def _write_repos(root: Path) -> dict[str, str]:
 
 def _program_folder(name: str) -> str | None:
     for folder in ("llama", "phi3", "rwkv", "gpt-neox", "mistral", "gemma2", "gemma4-vlm", "gemma3-vlm", "gemma4",
-                   "phimoe", "qwen2-moe", "jetmoe"):
+                   "phimoe", "qwen2-moe", "jetmoe", "speech-to-text-2"):
         if f'"/{folder}"' in PROGRAM_CODE[name]:
             return folder
     return None
