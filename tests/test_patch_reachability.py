@@ -212,6 +212,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "sliding-window-full-cache-qwen2-moe": ("qwen2-moe",),
     "model-jetmoe-static-cache": ("jetmoe-static",),
     "sliding-window-gemma2-decode-mask": ("gemma2",),
+    "sliding-window-ring-roll": ("gemma2",),
     "model-speech-to-text-2-positions": ("speech-to-text-2",),
 }
 
