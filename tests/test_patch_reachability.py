@@ -213,6 +213,12 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "sliding-window-image-static-gemma3": ("gemma3-vlm",),
     "sliding-window-image-mask-gemma4": ("gemma4-vlm",),
     "sliding-window-image-static-gemma4": ("gemma4-vlm",),
+    "sliding-window-full-cache-phimoe": ("phimoe",),
+    "sliding-window-full-cache-qwen2-moe": ("qwen2-moe",),
+    "model-jetmoe-static-cache": ("jetmoe-static",),
+    "sliding-window-gemma2-decode-mask": ("gemma2",),
+    "sliding-window-ring-roll": ("gemma2",),
+    "model-speech-to-text-2-positions": ("speech-to-text-2",),
 }
 
 PROGRAM_CODE: dict[str, str] = {
@@ -262,6 +268,11 @@ ids = torch.tensor([[0, 0, 1, 120, 122, 122, 122, 122, 121, 5], [1, 120, 122, 12
 model.generate(pixel_values=torch.rand(2, 3, 16, 16), input_ids=ids, attention_mask=(ids != 0).long(),
                image_embeds_position_mask=(ids == 122).long(), max_new_tokens=3, do_sample=False)
 """,
+    "phimoe": _generate("phimoe"),
+    "qwen2-moe": _generate("qwen2-moe"),
+    "jetmoe-static": _generate("jetmoe", cache_implementation="static"),
+    "gemma2": _generate("gemma2"),
+    "speech-to-text-2": _generate("speech-to-text-2"),
 }
 
 CHILD = """
@@ -316,6 +327,12 @@ def _write_repos(root: Path) -> dict[str, str]:
         "falcon-h1": lambda: _buildable("falcon_h1", **_ssm_overrides("falcon_h1")),
         "xglm": lambda: _buildable("xglm"),
         "openai-gpt": lambda: _buildable("openai-gpt"),
+        "phimoe": lambda: tiny_config("phimoe", sliding_window=WINDOW),
+        "qwen2-moe": lambda: tiny_config("qwen2_moe", sliding_window=WINDOW, use_sliding_window=True,
+                                         max_window_layers=0, num_experts=4, moe_intermediate_size=16,
+                                         shared_expert_intermediate_size=16),
+        "jetmoe": lambda: tiny_config("jetmoe", kv_channels=8),
+        "speech-to-text-2": lambda: tiny_config("speech_to_text_2"),
     }
     for folder, make in configs.items():
         try:
@@ -341,7 +358,8 @@ def _buildable(model_type: str, **overrides: object) -> object:
 
 def _program_folder(name: str) -> str | None:
     for folder in ("llama", "phi3", "rwkv", "gpt-neox", "mistral", "gemma2", "gemma4-vlm", "gemma3-vlm", "gemma4",
-                   "kosmos-2", "falcon-h1", "xglm", "openai-gpt"):
+                   "kosmos-2", "falcon-h1", "xglm", "openai-gpt", "phimoe", "qwen2-moe", "jetmoe",
+                   "speech-to-text-2"):
         if f'"/{folder}"' in PROGRAM_CODE[name]:
             return folder
     return None

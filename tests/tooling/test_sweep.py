@@ -319,3 +319,26 @@ def test_a_model_whose_own_generation_inputs_cannot_say_it_is_unsupported_there(
     subject._padding = None
     assert "takes no cache_position" in subject.lacks(("cache_position",))
     assert "no position_ids from the attention mask" in subject.lacks(("padding",))
+
+
+def test_a_model_whose_forward_returns_a_full_fixed_size_cache_cannot_be_continued_by_hand():
+    """4.46-4.4x Gemma-2's forward returns a HybridCache of max_cache_len = the tokens given: the scenarios that
+    continue a cache a forward returned (manual-loop, chunk-after-cache) cannot run there by the model's contract
+    (unsupported, with the reason). A dynamic cache, or a fixed one with room, is not blamed."""
+    from hf_genfix.oracles import sweep
+    from hf_genfix.oracles.sweep import Subject
+
+    class Fixed:
+        def __init__(self, size):
+            self.size = size
+
+        def get_max_cache_shape(self):
+            return self.size
+
+    assert sweep._no_room(Fixed(8), 8) and not sweep._no_room(Fixed(16), 8) and not sweep._no_room(None, 8)
+    assert not sweep._no_room(Fixed(None), 8) and not sweep._no_room(Fixed(-1), 8)
+    assert {"manual-loop", "chunk-after-cache"} <= {n for n, f in sweep.SCENARIOS.items() if "continue" in f.needs}
+    subject = Subject("llama")
+    assert not subject.fixed_cache and subject.lacks(("kv", "continue")) == ""
+    subject.fixed_cache = True
+    assert "fixed-size cache" in subject.lacks(("kv", "padding", "continue"))

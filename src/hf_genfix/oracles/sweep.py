@@ -103,7 +103,8 @@ def scenario(name: str, needs: Sequence[str] = (), record_forward: bool = False,
     a model without one), "padding" (its batch is padded: a failure of a model that cannot take padding is
     ``unsupported``), "reorder" (beam search reorders the cache: a failure of a model whose cache is a recurrent
     state is ``unsupported``), "cache_position" (a caller states new tokens by it: a model whose own
-    prepare_inputs_for_generation takes none is ``unsupported``). ``record_forward``: the scenario calls the model
+    prepare_inputs_for_generation takes none is ``unsupported``), "continue" (it continues by hand a cache that a
+    forward returned: a model whose forward returns a fixed-size cache with no room is ``unsupported``). ``record_forward``: the scenario calls the model
     by hand, so the differential compares every forward's logits (generate() outputs are always compared).
     ``kind``: the architecture kind (``KINDS``) whose subjects it runs on."""
 
@@ -191,6 +192,7 @@ class Subject:
         with torch.no_grad():
             out = self.model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=True)
         cache = cache_from_outputs(out)
+        self.fixed_cache = _no_room(cache, len(row))
         try:
             return cache is not None and int(cache.get_seq_length()) == len(row)
         except Exception:  # noqa: BLE001 - legacy tuples, recurrent states: no rewindable KV cache
@@ -280,6 +282,10 @@ class Subject:
         """Why the model cannot do what a scenario with ``needs`` asks ("" when it can)."""
         if "kv" in needs and not self.kv_cache:
             return "no attention KV cache in this architecture (a recurrent state cannot be rewound or chunked)"
+        if "continue" in needs and self.fixed_cache:
+            return ("its forward returns a fixed-size cache with no room past the call's tokens (4.x Gemma-2: a "
+                    "HybridCache of max_cache_len = the tokens given): a cache a forward returned cannot be "
+                    "continued by hand; generate() allocates one with room")
         if "padding" in needs and self.ignores_mask:
             return "the model ignores attention_mask (masking tokens out leaves its logits unchanged)"
         if "padding" in needs:
@@ -314,6 +320,19 @@ class Subject:
 
         gen = torch.Generator().manual_seed(seed)
         return [torch.randint(3, self.vocab, (n,), generator=gen, device="cpu").tolist() for n in lengths]
+
+
+def _no_room(cache: Any, tokens: int) -> bool:
+    """Whether a cache a forward returned is pre-allocated to exactly the tokens it holds (not a dynamic one)."""
+    from transformers.cache_utils import DynamicCache
+
+    if cache is None or isinstance(cache, (DynamicCache, tuple)) or not hasattr(cache, "get_max_cache_shape"):
+        return False
+    try:
+        size = cache.get_max_cache_shape()
+    except Exception:  # noqa: BLE001 - unsure: not the reason
+        return False
+    return isinstance(size, int) and 0 < size <= tokens
 
 
 def _sliding_overrides(model_type: str) -> dict[str, Any]:
@@ -407,13 +426,13 @@ def unpadded_batch(s: Subject) -> dict:
     return check_rows_against_reference(s.model, rows, run, "unpadded batch of 2 vs each row alone")
 
 
-@scenario("manual-loop", needs=("kv", "padding"), record_forward=True)
+@scenario("manual-loop", needs=("kv", "padding", "continue"), record_forward=True)
 def manual_loop(s: Subject) -> dict:
     """Greedy decoding by hand: ``prepare_inputs_for_generation`` given the full ids, the cache and the mask."""
     return decode.check_manual_loop(s.model)
 
 
-@scenario("chunk-after-cache", needs=("kv", "cache_position"), record_forward=True)
+@scenario("chunk-after-cache", needs=("kv", "cache_position", "continue"), record_forward=True)
 def chunk_after_cache(s: Subject) -> dict:
     """A cached 3-token prefix (a system prompt), then a 10-token chunk through ``prepare_inputs_for_generation``
     with the caller's explicit ``cache_position``: all 10 tokens are new and every one's logits must match."""

@@ -30,6 +30,11 @@ PROGRAMS: dict[str, str] = {
     "phi3": "from transformers import Phi3ForCausalLM",
     "gpt-neox": "from transformers import GPTNeoXForCausalLM",
     "rwkv": "from transformers import RwkvForCausalLM",
+    "phimoe": "from transformers import PhimoeForCausalLM",
+    "qwen2-moe": "from transformers import Qwen2MoeForCausalLM",
+    "jetmoe": "from transformers import JetMoeForCausalLM",
+    "gemma2": "from transformers import Gemma2ForCausalLM",
+    "speech-to-text-2": "from transformers import Speech2Text2ForCausalLM",
     # A trust_remote_code load: from_pretrained fetches the class through dynamic_module_utils, and the remote
     # modeling file written for 4.3x-4.4x imports the mask helpers and the model and generation bases.
     "remote-code": "from transformers import AutoModelForCausalLM\nimport transformers.dynamic_module_utils\n"
@@ -61,6 +66,11 @@ BY_ID: dict[str, str] = {
     "model-kosmos2-padded-positions": "kosmos-2",
     "model-falcon-h1-chunk-state": "falcon-h1",
     "model-xglm-positions-in-place": "xglm",
+    "sliding-window-full-cache-phimoe": "phimoe",
+    "sliding-window-full-cache-qwen2-moe": "qwen2-moe",
+    "model-jetmoe-static-cache": "jetmoe",
+    "sliding-window-gemma2-decode-mask": "gemma2",
+    "model-speech-to-text-2-positions": "speech-to-text-2",
     **{pid: "remote-code" for pid in (
         "remote-code-attn-mask-utils", "remote-code-cache-api", "remote-code-config-defaults",
         "remote-code-extract-past", "remote-code-mask-warning", "remote-code-model-methods",

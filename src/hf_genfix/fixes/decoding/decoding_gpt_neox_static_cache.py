@@ -20,39 +20,27 @@ ignores ``cache_position``, so only static caches change (from an exception to t
 
 from __future__ import annotations
 
-import contextvars
 from typing import Any
 
+from hf_genfix.fixes.decoding._cache_position import PositionRelay
 from hf_genfix.fixes.sliding_window.sliding_window_image_mask import bound_arguments
 
 MODULE = "transformers.models.gpt_neox.modeling_gpt_neox"
 FORWARD = f"{MODULE}:GPTNeoXAttention.forward"
 PROJECTIONS = f"{MODULE}:GPTNeoXAttention._attn_projections_and_rope"
 
-_cache_position: contextvars.ContextVar = contextvars.ContextVar("hf_genfix_gpt_neox_cache_position",
-                                                                  default=None)
+_relay = PositionRelay("hf_genfix_gpt_neox_cache_position")
 
 
 def install(patcher: Any) -> None:
     patcher.require(FORWARD, "layer_past", "cache_position")
     patcher.require(PROJECTIONS, "layer_past", "cache_position")
     patcher.wrap(FORWARD, _forward)
-    patcher.wrap(PROJECTIONS, _projections)
+    patcher.wrap(PROJECTIONS, _relay.inner)
 
 
 def _forward(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-    token = _cache_position.set(bound_arguments(wrapped, args, kwargs).get("cache_position"))
-    try:
-        return wrapped(*args, **kwargs)
-    finally:
-        _cache_position.reset(token)
-
-
-def _projections(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-    position = _cache_position.get()
-    if position is not None and bound_arguments(wrapped, args, kwargs).get("cache_position") is None:
-        kwargs = dict(kwargs, cache_position=position)
-    return wrapped(*args, **kwargs)
+    return _relay.around(bound_arguments(wrapped, args, kwargs).get("cache_position"), wrapped, args, kwargs)
 
 
 def probe() -> dict:
