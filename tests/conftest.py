@@ -148,3 +148,22 @@ def _genfix_precision(request):
 
     with precision(*options):
         yield
+
+
+@pytest.fixture(scope="session")
+def require_applied():
+    """``require_applied(patch_id)``: every target imported (so the registry has decided), then skip unless the
+    patch is applied on this transformers (a patch's tests run where its defect is)."""
+
+    def check(patch_id: str) -> None:
+        import transformers
+
+        import hf_genfix
+        from hf_genfix.doctor import import_targets
+
+        import_targets()
+        state = next(s for s in hf_genfix.status() if s.id == patch_id).state
+        if state != "applied":
+            pytest.skip(f"{patch_id} is {state} on transformers {transformers.__version__}")
+
+    return check

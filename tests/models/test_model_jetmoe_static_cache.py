@@ -23,13 +23,8 @@ PATCH = "model-jetmoe-static-cache"
 
 
 @pytest.fixture(scope="module")
-def jetmoe():
-    from hf_genfix.doctor import import_targets
-
-    import_targets()
-    state = next(s for s in hf_genfix.status() if s.id == PATCH).state
-    if state != "applied":
-        pytest.skip(f"{PATCH} is {state} on transformers {transformers.__version__}")
+def jetmoe(require_applied):
+    require_applied(PATCH)
     try:
         return tiny_model("jetmoe", kv_channels=8)
     except ProbeSkipped as exc:

@@ -22,13 +22,8 @@ PATCH = "model-speech-to-text-2-positions"
 
 
 @pytest.fixture(scope="module")
-def model():
-    from hf_genfix.doctor import import_targets
-
-    import_targets()
-    state = next(s for s in hf_genfix.status() if s.id == PATCH).state
-    if state != "applied":
-        pytest.skip(f"{PATCH} is {state} on transformers {transformers.__version__}")
+def model(require_applied):
+    require_applied(PATCH)
     try:
         return tiny_model("speech_to_text_2")
     except (ProbeSkipped, AttributeError) as exc:

@@ -36,14 +36,9 @@ def patches_decided():
 
 
 @pytest.fixture(scope="module", params=sorted(MODELS))
-def case(request):
-    from hf_genfix.doctor import import_targets
-
-    import_targets()  # before the state is read (a module fixture runs before the function ones)
+def case(request, require_applied):
     patch = request.param
-    state = next(s for s in hf_genfix.status() if s.id == patch).state
-    if state != "applied":
-        pytest.skip(f"{patch} is {state} on transformers {transformers.__version__}")
+    require_applied(patch)
     model_type, extra = MODELS[patch]
     try:
         return patch, tiny_model(model_type, sliding_window=WINDOW, **extra)

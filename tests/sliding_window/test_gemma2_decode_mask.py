@@ -22,13 +22,8 @@ PATCH = "sliding-window-gemma2-decode-mask"
 
 
 @pytest.fixture(scope="module")
-def gemma2():
-    from hf_genfix.doctor import import_targets
-
-    import_targets()
-    state = next(s for s in hf_genfix.status() if s.id == PATCH).state
-    if state != "applied":
-        pytest.skip(f"{PATCH} is {state} on transformers {transformers.__version__}")
+def gemma2(require_applied):
+    require_applied(PATCH)
     model_type, extra = MODELS["gemma2"]
     try:
         return tiny_model(model_type, sliding_window=WINDOW, **extra)

@@ -24,13 +24,8 @@ CASES = {"gemma2": None, "mistral": "sliding_window"}
 
 
 @pytest.fixture(scope="module", params=sorted(CASES))
-def case(request):
-    from hf_genfix.doctor import import_targets
-
-    import_targets()
-    state = next(s for s in hf_genfix.status() if s.id == PATCH).state
-    if state != "applied":
-        pytest.skip(f"{PATCH} is {state} on transformers {transformers.__version__}")
+def case(request, require_applied):
+    require_applied(PATCH)
     model_type, extra = MODELS[request.param]
     try:
         model = tiny_model(model_type, sliding_window=WINDOW, **extra)
