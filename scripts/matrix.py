@@ -318,7 +318,7 @@ def digest(report: Mapping[str, Any]) -> dict[str, Any]:
         sweep = report["sweep"]
         out["sweep_unknown"] = sorted([_defect_key(d) for d in sweep.get("unknown", [])]
                                       + [f"{arch} / every scenario" for arch in sweep.get("unusable", {})])
-        out["sweep_known"] = sorted(f"{_defect_key(d)} ({d.get('id', '?')})" for d in sweep.get("known", []))
+        out["sweep_known"] = sorted(f"{_defect_key(d)} ({d.get('explained_by') or d.get('id', '?')})" for d in sweep.get("known", []))
     return out
 
 

@@ -210,10 +210,12 @@ def test_doctor_reports_feed_the_matrix(make_registry):
 def test_sweep_of_the_newest_release_is_recorded_and_is_the_upgrade_baseline(results, tmp_path):
     path = results / "tf-5.14.0.json"
     report = json.loads(path.read_text())
-    report["sweep"] = {"unknown": [{"arch": "rwkv", "scenario": "left-padded"}], "unusable": {"jamba": "crash"}}
+    report["sweep"] = {"unknown": [{"arch": "rwkv", "scenario": "left-padded"}], "unusable": {"jamba": "crash"},
+                       "known": [{"arch": "xglm", "scenario": "beam", "explained_by": "model-xglm-positions"}]}
     path.write_text(json.dumps(report))
     code, md, data = run_report(results, tmp_path)
     assert code == 0  # the sweep informs; only the catalog's disagreements fail the report
+    assert data["results"]["5.14.0"]["sweep_known"] == ["xglm / beam (model-xglm-positions)"]  # the patch named
     assert "`hf-genfix doctor --sweep` on 5.14.0: 2 unknown defect(s): `jamba / every scenario`, " \
            "`rwkv / left-padded`." in md
     tox_ini = tmp_path / "tox.ini"
