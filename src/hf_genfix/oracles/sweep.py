@@ -489,6 +489,10 @@ def _tie(model: Any, prompt: list[int], a: list[int], b: list[int], margin: floa
     return abs(float(logits[a[step]]) - float(logits[b[step]])) < margin
 
 
+# Equivalences 2 and 3 of issue 26 (inputs_embeds, every cache implementation): their own module, same registry.
+from . import sweep_equivalences  # noqa: E402,F401
+
+
 # -- running and judging ----------------------------------------------------------------------------------------
 def _short(exc: BaseException, limit: int = 160) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
@@ -506,8 +510,10 @@ def observe(func: Scenario, subject: Subject) -> differential.Observation:
 
 def attempt(func: Scenario, subject: Subject) -> tuple[dict[str, Any], differential.Observation | None]:
     """Run one scenario: ({"outcome": pass|defect|crash|skipped|unsupported, ...figures}, the observation), or
-    not at all where the model lacks the KV cache the scenario needs (observation None)."""
+    not at all where the model lacks the KV cache the scenario needs or the scenario declines it (a function
+    attribute ``declines(subject) -> reason``, "" when it runs) (observation None)."""
     lacking = subject.lacks(tuple(n for n in getattr(func, "needs", ()) if n == "kv"))
+    lacking = lacking or getattr(func, "declines", lambda _subject: "")(subject)  # the scenario's own "cannot"
     if lacking:
         return {"outcome": UNSUPPORTED, "message": lacking, "seconds": 0.0, "not_run": True}, None
     obs = observe(func, subject)

@@ -1,0 +1,65 @@
+"""The sweep's equivalence scenarios (``oracles/sweep_equivalences.py``): inputs_embeds ≡ input_ids, and every
+cache implementation ≡ use_cache=False ≡ the no-cache forward of the final sequence.
+
+Their oracles must accept what a correct release does (upstream llama, every patch off), say ``unsupported``
+where the model or the machine refuses in words.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from hf_genfix.oracles import sweep, sweep_equivalences  # noqa: E402
+
+NAMES = ["inputs-embeds", "inputs-embeds-padded", "inputs-embeds-options", "cache-implementations"]
+
+
+def test_the_scenarios_are_registered():
+    assert set(NAMES) <= set(sweep.SCENARIOS)
+
+
+def test_they_pass_on_llama_without_hf_genfix():
+    import hf_genfix
+
+    with hf_genfix.disabled():
+        out = sweep.run_sweep(archs=["llama"], scenarios=NAMES)
+    runs = out["architectures"]["llama"]["scenarios"]
+    assert {k: v["verdict"] for k, v in runs.items()} == dict.fromkeys(NAMES, "pass"), runs
+    options = runs["inputs-embeds-options"]
+    assert options["options"].split(", ") == list(sweep_equivalences.OPTIONS)  # a full sweep compares them all
+    assert "inputs_embeds alone" in options["unsupported"]  # penalties without prompt ids: by contract
+    cached = runs["cache-implementations"]
+    refused = [part.split(":")[0] for part in cached["unsupported"].split("; ") if part]
+    assert sorted(cached["caches"].split(", ") + refused) == sorted(sweep_equivalences.CACHES)
+    assert "no-cache" in cached["caches"]
+
+
+def test_a_quick_sweep_samples_options_and_caches():
+    out = sweep.run_sweep(archs=["llama"], scenarios=NAMES[2:], quick=True)
+    runs = out["architectures"]["llama"]["scenarios"]
+    assert len(runs["inputs-embeds-options"]["options"].split(", ")) == 2
+    cached = runs["cache-implementations"]
+    assert len(cached["caches"].split(", ")) + len([p for p in cached["unsupported"].split("; ") if p]) == 2
+
+
+def test_a_model_whose_generation_inputs_take_no_embeddings_is_unsupported_not_run():
+    out = sweep.run_sweep(archs=["openai-gpt"], scenarios=["inputs-embeds"])
+    run = out["architectures"]["openai-gpt"]["scenarios"]["inputs-embeds"]
+    assert run["verdict"] == "unsupported" and run.get("not_run")
+    assert "inputs_embeds" in run["message"] and not sweep.failed(out)
+
+
+@pytest.mark.parametrize("exc,refused", [
+    (ValueError("Invalid `cache_implementation` (hybrid). Choose one of: ('static', 'offloaded_static')"), True),
+    (AssertionError("Torch not compiled with CUDA enabled"), True),
+    (ImportError("You need to install optimum-quanto in order to use KV cache quantization"), True),
+    (RuntimeError("The size of tensor a (15) must match the size of tensor b (10) at non-singleton dimension 3"),
+     False),
+    (AttributeError("'StaticLayer' object has no attribute 'max_batch_size'"), False),
+])
+def test_a_refusal_in_words_is_told_from_a_crash(exc, refused):
+    assert sweep_equivalences._refused(exc) is refused
+
