@@ -2,7 +2,8 @@
 cache implementation ≡ use_cache=False ≡ the no-cache forward of the final sequence.
 
 Their oracles must accept what a correct release does (upstream llama, every patch off), say ``unsupported``
-where the model or the machine refuses in words.
+where the model or the machine refuses in words, and find the defect hf_genfix patches (XGLM's in-place
+positions under ``use_cache=False`` on 5.2).
 """
 
 from __future__ import annotations
@@ -63,3 +64,19 @@ def test_a_model_whose_generation_inputs_take_no_embeddings_is_unsupported_not_r
 def test_a_refusal_in_words_is_told_from_a_crash(exc, refused):
     assert sweep_equivalences._refused(exc) is refused
 
+
+def test_xglm_uncached_generation_is_judged_by_the_no_cache_forward():
+    """On 5.2 (model-xglm-positions) use_cache=False is wrong from the second token without the patch; the
+    scenario finds it there and passes with the patch, and passes on every release with hf_genfix."""
+    import hf_genfix
+    from packaging.version import Version
+
+    subject = sweep.Subject("xglm")
+    scenario = sweep.SCENARIOS["cache-implementations"]
+    assert sweep.observe(scenario, subject).outcome in ("pass", "raised")  # 4.57 static-like caches raise loudly
+    with hf_genfix.disabled("model-xglm-positions"):
+        without = sweep.observe(scenario, subject)
+    if Version(Version(transformers.__version__).base_version) == Version("5.2.0"):
+        assert without.outcome == "wrong" and "no-cache" in without.message
+    else:
+        assert "no-cache" not in without.message
