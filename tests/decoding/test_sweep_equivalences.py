@@ -60,6 +60,7 @@ def test_a_model_whose_generation_inputs_take_no_embeddings_is_unsupported_not_r
     (RuntimeError("The size of tensor a (15) must match the size of tensor b (10) at non-singleton dimension 3"),
      False),
     (AttributeError("'StaticLayer' object has no attribute 'max_batch_size'"), False),
+    (RuntimeError("CUDA error: device-side assert triggered"), False),
 ])
 def test_a_refusal_in_words_is_told_from_a_crash(exc, refused):
     assert sweep_equivalences._refused(exc) is refused

@@ -42,7 +42,9 @@ BY_CONTRACT = ("repetition_penalty and no_repeat_ngram_size with inputs_embeds a
                "(transformers applies them to the new tokens only, and warns); compared with input_ids given too")
 CACHES = ("no-cache", "offloaded", "offloaded_static", "sliding_window", "hybrid", "quantized")
 # A refusal in words: the sweep's own list, and how a release names an implementation it does not know.
-_REFUSALS = _UNSUPPORTED + ("invalid `cache_implementation`", "choose one of", "cuda", "gpu", "please install",
+# A machine without a GPU is a refusal; a CUDA error on one is not (hence no bare "cuda").
+_REFUSALS = _UNSUPPORTED + ("invalid `cache_implementation`", "choose one of", "not compiled with cuda",
+                            "cuda is not available", "no cuda gpus", "requires a gpu", "please install",
                             "install it", "you need to install", "no module named", "is not a valid")
 
 
