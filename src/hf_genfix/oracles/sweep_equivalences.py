@@ -6,9 +6,10 @@
   ``no_repeat_ngram_size``) are checked with ``generate(ids, inputs_embeds=E(ids))``, the documented way to give
   them the prompt: with ``inputs_embeds`` alone there are no prompt ids for them to see (transformers says so in a
   warning), so that combination is ``unsupported`` by contract and not compared.
-- cached ≡ uncached: ``use_cache=False`` and every cache implementation the release knows (``offloaded``,
-  ``offloaded_static``, ``sliding_window``, ``hybrid``, ``quantized``; ``static`` is the sweep's ``static-cache``)
-  each give, step by step, the logits of a no-cache forward of the final sequence. An implementation the release
+- cached ≡ uncached: ``use_cache=False`` (``uncached``, every model) and every cache implementation the release
+  knows (``cache-implementations``: ``offloaded``, ``offloaded_static``, ``sliding_window``, ``hybrid``,
+  ``quantized``; ``static`` is the sweep's ``static-cache``, the default cache its ``cached``) each give, step by
+  step, the logits of a no-cache forward of the final sequence. An implementation the release
   does not know, or that the model or the machine refuses in words (no backend for ``quantized``, no GPU for an
   offloaded cache on some releases), is listed as unsupported in the figures, not judged.
 
@@ -40,7 +41,7 @@ OPTIONS: dict[str, dict[str, Any]] = {
 }
 BY_CONTRACT = ("repetition_penalty and no_repeat_ngram_size with inputs_embeds alone: no prompt ids to penalise "
                "(transformers applies them to the new tokens only, and warns); compared with input_ids given too")
-CACHES = ("no-cache", "offloaded", "offloaded_static", "sliding_window", "hybrid", "quantized")
+CACHES = ("offloaded", "offloaded_static", "sliding_window", "hybrid", "quantized")
 # A refusal in words: the sweep's own list, and how a release names an implementation it does not know.
 # A machine without a GPU is a refusal; a CUDA error on one is not (hence no bare "cuda").
 _REFUSALS = _UNSUPPORTED + ("invalid `cache_implementation`", "choose one of", "not compiled with cuda",
@@ -158,23 +159,34 @@ def _refused(exc: BaseException) -> bool:
         word in text for word in _REFUSALS)
 
 
-@scenario("cache-implementations", needs=("kv",))
-def cache_implementations(s: Subject) -> dict:
-    """``use_cache=False`` and each cache implementation: every step as the no-cache forward of the final row."""
+def _two_rows(s: Subject) -> tuple[list[list[int]], Any, Any]:
     import torch
 
     rows = s.rows(10, 10, seed=14)
     ids = torch.tensor(rows, device=s.model.device)
-    mask = torch.ones_like(ids)
+    return rows, ids, torch.ones_like(ids)
+
+
+@scenario("uncached")
+def uncached(s: Subject) -> dict:
+    """``use_cache=False``: generate() runs the whole sequence every step; each step as the no-cache forward."""
+    rows, ids, mask = _two_rows(s)
+    run = generate_steps(s.model, ids, mask, max_new_tokens=6, use_cache=False, pad_token_id=0, eos_token_id=None)
+    return check_rows_against_reference(s.model, rows, run, "generate(use_cache=False)", eos_token_id=[])
+
+
+@scenario("cache-implementations", needs=("kv",))
+def cache_implementations(s: Subject) -> dict:
+    """Each cache implementation the release knows: every step as the no-cache forward of the final row."""
+    rows, ids, mask = _two_rows(s)
     refused: dict[str, str] = {}
     wrong: list[str] = []
     worst, ran, first_defect = 0.0, [], None
     crash: BaseException | None = None
     for name in pick(CACHES, 2):
-        options: dict[str, Any] = dict(pad_token_id=0, eos_token_id=None)
-        options.update({"use_cache": False} if name == "no-cache" else {"cache_implementation": name})
         try:
-            run = generate_steps(s.model, ids, mask, max_new_tokens=6, **options)
+            run = generate_steps(s.model, ids, mask, max_new_tokens=6, cache_implementation=name, pad_token_id=0,
+                                 eos_token_id=None)
         except Exception as exc:  # noqa: BLE001 - a refusal in words is not a finding; anything else is judged
             if _refused(exc):
                 refused[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
