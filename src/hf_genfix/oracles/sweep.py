@@ -489,10 +489,6 @@ def _tie(model: Any, prompt: list[int], a: list[int], b: list[int], margin: floa
     return abs(float(logits[a[step]]) - float(logits[b[step]])) < margin
 
 
-# Equivalences 2 and 3 of issue 26 (inputs_embeds, every cache implementation): their own module, same registry.
-from . import sweep_equivalences  # noqa: E402,F401
-
-
 # -- running and judging ----------------------------------------------------------------------------------------
 def _short(exc: BaseException, limit: int = 160) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
@@ -898,3 +894,8 @@ def render_text(sweep: dict[str, Any]) -> str:
 
 def stderr_progress(line: str) -> None:
     print(f"hf-genfix doctor --sweep {line}", file=sys.stderr, flush=True)
+
+
+# Equivalences 2 and 3 of issue 26 (inputs_embeds, every cache implementation): their own module, same registry
+# (imported last: it uses this module's helpers).
+from . import sweep_equivalences  # noqa: E402,F401

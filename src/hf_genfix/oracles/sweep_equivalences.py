@@ -9,9 +9,10 @@
 - cached ≡ uncached: ``use_cache=False`` (``uncached``, every model) and every cache implementation the release
   knows (``cache-implementations``: ``offloaded``, ``offloaded_static``, ``sliding_window``, ``hybrid``,
   ``quantized``; ``static`` is the sweep's ``static-cache``, the default cache its ``cached``) each give, step by
-  step, the logits of a no-cache forward of the final sequence. An implementation the release
-  does not know, or that the model or the machine refuses in words (no backend for ``quantized``, no GPU for an
-  offloaded cache on some releases), is listed as unsupported in the figures, not judged.
+  step, the logits of a no-cache forward of the final sequence. An implementation the release does not know, or
+  that the model or the machine refuses in words (no backend for ``quantized``, no GPU for an offloaded cache), is
+  listed as unsupported in the figures, not judged; one that crashes otherwise is judged as upstream's exception
+  (``upstream-error`` where it raises the same without hf_genfix), one that is silently wrong is the finding.
 
 The oracles are the shared ones (``generation.check_rows_against_reference``: every step against the reference
 forward of each unpadded row; ``reference.max_diff``). ``sweep.pick`` samples the options and the cache
@@ -21,13 +22,13 @@ implementations on ``doctor --sweep --quick``; the full sweep runs them all.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Sequence
+from typing import Any
 
 from .generation import GenRun, check_rows_against_reference, generate_steps, left_pad
 from .outcome import DefectObserved, ProbeSkipped
 from .precision import tolerance
 from .reference import max_diff
-from .sweep import _UNSUPPORTED, Subject, pick, scenario
+from .sweep import _UNSUPPORTED, Subject, _short, pick, scenario
 
 # What the option sweep compares: name -> generate() options, on top of greedy, pad 0 and no eos unless set.
 # "eos" is replaced by the token the plain run gives first (so that without the option the run would stop at
@@ -150,13 +151,13 @@ def inputs_embeds_options(s: Subject) -> dict:
     return {"max_logit_diff": worst, "options": ", ".join(checked), "unsupported": BY_CONTRACT}
 
 
-inputs_embeds.declines = inputs_embeds_padded.declines = inputs_embeds_options.declines = _declines_embeds  # type: ignore[attr-defined]
+for _func in (inputs_embeds, inputs_embeds_padded, inputs_embeds_options):
+    _func.declines = _declines_embeds  # type: ignore[attr-defined]
 
 
 def _refused(exc: BaseException) -> bool:
-    text = str(exc).lower()
-    return isinstance(exc, (ValueError, NotImplementedError, ImportError, RuntimeError, TypeError, AssertionError)) and any(
-        word in text for word in _REFUSALS)
+    kinds = (ValueError, NotImplementedError, ImportError, RuntimeError, TypeError, AssertionError)
+    return isinstance(exc, kinds) and any(word in str(exc).lower() for word in _REFUSALS)
 
 
 def _two_rows(s: Subject) -> tuple[list[list[int]], Any, Any]:
@@ -189,10 +190,10 @@ def cache_implementations(s: Subject) -> dict:
                                  eos_token_id=None)
         except Exception as exc:  # noqa: BLE001 - a refusal in words is not a finding; anything else is judged
             if _refused(exc):
-                refused[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+                refused[name] = f"{type(exc).__name__}: {_short(exc)}"
                 continue
             crash = crash or exc
-            wrong.append(f"{name}: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
+            wrong.append(f"{name}: {type(exc).__name__}: {_short(exc)}")
             continue
         try:
             figures = check_rows_against_reference(s.model, rows, run, f"cache_implementation={name}",
@@ -212,5 +213,3 @@ def cache_implementations(s: Subject) -> dict:
         raise ProbeSkipped(f"no cache implementation ran: {refusals}")
     return {"max_logit_diff": worst, "caches": ", ".join(ran), "unsupported": refusals}
 
-
-__all__: Sequence[str] = ("CACHES", "OPTIONS")
