@@ -168,6 +168,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "drafting-mtp-init": ("mistral-assisted",),  # the generator class lives in candidate_generator, as above
     "model-rwkv-batch": ("rwkv",),
     "model-xglm-positions": ("xglm-no-cache",),
+    "model-phimoe-sliding-cache": ("phimoe",),
     "padding-prefill-chunks": ("mistral-prefill-chunks",),
     # remote code: a trust_remote_code repo written for an older transformers, loaded and generating
     "remote-code-attn-mask-utils": ("remote-deepseek",),
@@ -232,6 +233,7 @@ model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sa
     "gemma4-text": _generate("gemma4"),
     "rwkv": _generate("rwkv", "RwkvForCausalLM"),
     "xglm-no-cache": _generate("xglm", use_cache=False),
+    "phimoe": _generate("phimoe"),
     "llama-prompt-lookup": _generate("llama", prompt_lookup_num_tokens=3),
     "remote-deepseek": _remote("deepseek"),
     "remote-chatglm3": _remote("chatglm3"),
@@ -289,6 +291,7 @@ def _write_repos(root: Path) -> dict[str, str]:
         "phi3": lambda: tiny_config("phi3"),
         "rwkv": lambda: tiny_config("rwkv"),
         "xglm": lambda: tiny_config("xglm"),
+        "phimoe": lambda: tiny_config("phimoe", sliding_window=WINDOW),
         "gpt-neox": lambda: tiny_config("gpt_neox", attn_implementation="eager"),
         "mistral": lambda: tiny_config("mistral", sliding_window=WINDOW),
         "gemma2": lambda: tiny_config(MODELS["gemma2"][0], sliding_window=WINDOW, **MODELS["gemma2"][1]),
@@ -305,7 +308,8 @@ def _write_repos(root: Path) -> dict[str, str]:
 
 
 def _program_folder(name: str) -> str | None:
-    for folder in ("llama", "phi3", "rwkv", "xglm", "gpt-neox", "mistral", "gemma2", "gemma4-vlm", "gemma3-vlm", "gemma4"):
+    for folder in ("llama", "phi3", "rwkv", "xglm", "phimoe", "gpt-neox", "mistral", "gemma2", "gemma4-vlm",
+                   "gemma3-vlm", "gemma4"):
         if f'"/{folder}"' in PROGRAM_CODE[name]:
             return folder
     return None

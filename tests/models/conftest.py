@@ -35,7 +35,8 @@ def assert_upstream_bitwise(model, patch: str, ids, **generate):
     import hf_genfix
 
     kwargs = dict(max_new_tokens=5, do_sample=False, pad_token_id=0, eos_token_id=None,
-                  return_dict_in_generate=True, output_logits=True, **generate)
+                  return_dict_in_generate=True, output_logits=True)
+    kwargs.update(generate)
     with torch.no_grad():
         patched = model.generate(ids, **kwargs)
         with hf_genfix.disabled(patch):

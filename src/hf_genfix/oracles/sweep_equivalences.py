@@ -131,6 +131,9 @@ def inputs_embeds_options(s: Subject) -> dict:
     embeds = _embed(s, ids)
     base = dict(max_new_tokens=5, pad_token_id=0, eos_token_id=None, output_scores=True, output_logits=False)
     plain = generate_steps(s.model, ids, mask, **base)
+    # The input_ids runs are the oracle of the embeds runs: first they must be right themselves (no processor here,
+    # so the scores are the logits), or two equally wrong runs would pass.
+    check_rows_against_reference(s.model, [row], plain, "generate(input_ids) before the options", eos_token_id=[])
     worst, checked = 0.0, []
     for name in pick(OPTIONS, 2):
         options = dict(base)
