@@ -169,6 +169,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "model-rwkv-batch": ("rwkv",),
     "model-xglm-positions": ("xglm-no-cache",),
     "model-phimoe-sliding-cache": ("phimoe",),
+    "model-qwen2-moe-sliding-cache": ("qwen2-moe",),
     "padding-prefill-chunks": ("mistral-prefill-chunks",),
     # remote code: a trust_remote_code repo written for an older transformers, loaded and generating
     "remote-code-attn-mask-utils": ("remote-deepseek",),
@@ -234,6 +235,7 @@ model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sa
     "rwkv": _generate("rwkv", "RwkvForCausalLM"),
     "xglm-no-cache": _generate("xglm", use_cache=False),
     "phimoe": _generate("phimoe"),
+    "qwen2-moe": _generate("qwen2-moe"),
     "llama-prompt-lookup": _generate("llama", prompt_lookup_num_tokens=3),
     "remote-deepseek": _remote("deepseek"),
     "remote-chatglm3": _remote("chatglm3"),
@@ -292,6 +294,8 @@ def _write_repos(root: Path) -> dict[str, str]:
         "rwkv": lambda: tiny_config("rwkv"),
         "xglm": lambda: tiny_config("xglm"),
         "phimoe": lambda: tiny_config("phimoe", sliding_window=WINDOW),
+        "qwen2-moe": lambda: tiny_config("qwen2_moe", sliding_window=WINDOW, use_sliding_window=True, num_experts=4,
+                                         moe_intermediate_size=16, shared_expert_intermediate_size=16),
         "gpt-neox": lambda: tiny_config("gpt_neox", attn_implementation="eager"),
         "mistral": lambda: tiny_config("mistral", sliding_window=WINDOW),
         "gemma2": lambda: tiny_config(MODELS["gemma2"][0], sliding_window=WINDOW, **MODELS["gemma2"][1]),
@@ -308,7 +312,7 @@ def _write_repos(root: Path) -> dict[str, str]:
 
 
 def _program_folder(name: str) -> str | None:
-    for folder in ("llama", "phi3", "rwkv", "xglm", "phimoe", "gpt-neox", "mistral", "gemma2", "gemma4-vlm",
+    for folder in ("llama", "phi3", "rwkv", "xglm", "phimoe", "qwen2-moe", "gpt-neox", "mistral", "gemma2", "gemma4-vlm",
                    "gemma3-vlm", "gemma4"):
         if f'"/{folder}"' in PROGRAM_CODE[name]:
             return folder

@@ -16,6 +16,7 @@ import hf_genfix  # noqa: E402
 from hf_genfix._registry import in_range  # noqa: E402
 from hf_genfix.oracles import check_rows_against_reference, generate_steps, left_pad  # noqa: E402
 from hf_genfix.oracles.sliding import prompts  # noqa: E402
+from model_fixtures import patches_decided, tiny, upstream_bitwise  # noqa: E402,F401 (fixtures)
 
 PATCH = "model-xglm-positions"
 

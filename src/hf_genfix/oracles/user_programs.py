@@ -32,6 +32,7 @@ PROGRAMS: dict[str, str] = {
     "rwkv": "from transformers import RwkvForCausalLM",
     "xglm": "from transformers import XGLMForCausalLM",
     "phimoe": "from transformers import PhimoeForCausalLM",
+    "qwen2-moe": "from transformers import Qwen2MoeForCausalLM",
     # A trust_remote_code load: from_pretrained fetches the class through dynamic_module_utils, and the remote
     # modeling file written for 4.3x-4.4x imports the mask helpers and the model and generation bases.
     "remote-code": "from transformers import AutoModelForCausalLM\nimport transformers.dynamic_module_utils\n"
@@ -59,6 +60,7 @@ BY_ID: dict[str, str] = {
     "model-rwkv-batch": "rwkv",
     "model-xglm-positions": "xglm",
     "model-phimoe-sliding-cache": "phimoe",
+    "model-qwen2-moe-sliding-cache": "qwen2-moe",
     **{pid: "remote-code" for pid in (
         "remote-code-attn-mask-utils", "remote-code-cache-api", "remote-code-config-defaults",
         "remote-code-extract-past", "remote-code-mask-warning", "remote-code-model-methods",

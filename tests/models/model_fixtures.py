@@ -1,4 +1,5 @@
-"""Shared by the model-family tests: the patches are decided (their target modules imported) before each test."""
+"""Fixtures the model-family tests import: the patches decided (their target modules imported) before each test,
+``tiny`` (a tiny model or a skip) and ``upstream_bitwise`` (generate() with a patch and without: bit for bit)."""
 
 from __future__ import annotations
 
