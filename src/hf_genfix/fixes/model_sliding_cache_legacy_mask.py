@@ -51,7 +51,7 @@ def _full_layers(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     bound = inspect.signature(wrapped).bind_partial(*args, **kwargs).arguments
     cache, use_cache = bound.get("past_key_values"), bound.get("use_cache")
     use_cache = instance.config.use_cache if use_cache is None else use_cache
-    if cache is None and use_cache and not (instance.gradient_checkpointing and instance.training):
+    if cache is None and use_cache and not (getattr(instance, "gradient_checkpointing", False) and instance.training):
         if "past_key_values" in kwargs or len(args) < 4:
             return wrapped(*args, **dict(kwargs, past_key_values=DynamicCache()))
     elif type(cache) is DynamicCache:
