@@ -15,26 +15,16 @@ pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 import hf_genfix  # noqa: E402
-from hf_genfix.oracles import (ProbeSkipped, check_rows_against_reference, generate_steps, left_pad,  # noqa: E402
-                               tiny_model)
+from hf_genfix.oracles import check_rows_against_reference, generate_steps, left_pad  # noqa: E402
 from hf_genfix.oracles.sliding import prompts  # noqa: E402
+from model_fixtures import patches_decided, tiny, upstream_bitwise  # noqa: E402,F401 (fixtures)
 
 PATCH = "model-rwkv-batch"
 
 
-@pytest.fixture(autouse=True)
-def patches_decided():
-    from hf_genfix.doctor import import_targets
-
-    import_targets()
-
-
 @pytest.fixture(scope="module")
-def rwkv():
-    try:
-        return tiny_model("rwkv", rescale_every=0)
-    except ProbeSkipped as exc:
-        pytest.skip(str(exc))
+def rwkv(tiny):
+    return tiny("rwkv", rescale_every=0)
 
 
 def test_the_patch_applies_here():
@@ -62,15 +52,7 @@ def test_one_token_step_equals_the_rows_alone(rwkv):
     assert torch.allclose(batch, torch.cat(alone), atol=1e-5)
 
 
-def test_a_batch_of_one_is_upstream_bitwise(rwkv):
+def test_a_batch_of_one_is_upstream_bitwise(rwkv, upstream_bitwise):
     import torch
 
-    ids = torch.tensor(prompts(7, seed=9))
-    kwargs = dict(max_new_tokens=5, do_sample=False, pad_token_id=0, eos_token_id=None,
-                  return_dict_in_generate=True, output_logits=True)
-    with torch.no_grad():
-        patched = rwkv.generate(ids, **kwargs)
-        with hf_genfix.disabled(PATCH):
-            upstream = rwkv.generate(ids, **kwargs)
-    assert torch.equal(patched.sequences, upstream.sequences)
-    assert all(torch.equal(a, b) for a, b in zip(patched.logits, upstream.logits))
+    upstream_bitwise(rwkv, PATCH, torch.tensor(prompts(7, seed=9)))

@@ -564,8 +564,10 @@ def observe(func: Scenario, subject: Subject) -> differential.Observation:
 
 def attempt(func: Scenario, subject: Subject) -> tuple[dict[str, Any], differential.Observation | None]:
     """Run one scenario: ({"outcome": pass|defect|crash|skipped|unsupported, ...figures}, the observation), or
-    not at all where the model lacks the KV cache the scenario needs (observation None)."""
+    not at all where the model lacks the KV cache the scenario needs or the scenario declines it (a function
+    attribute ``declines(subject) -> reason``, "" when it runs) (observation None)."""
     lacking = subject.lacks(tuple(n for n in getattr(func, "needs", ()) if n == "kv"))
+    lacking = lacking or getattr(func, "declines", lambda _subject: "")(subject)  # the scenario's own "cannot"
     if lacking:
         return {"outcome": UNSUPPORTED, "message": lacking, "seconds": 0.0, "not_run": True}, None
     obs = observe(func, subject)
@@ -969,3 +971,6 @@ def stderr_progress(line: str) -> None:
 # The other architecture kinds and their scenarios register themselves (after everything above exists).
 from . import sweep_families  # noqa: E402,F401
 from . import sweep_processors  # noqa: E402,F401 - registers the processor scenarios (batch vs each row alone)
+# Equivalences 2 and 3 of issue 26 (inputs_embeds, every cache implementation): their own module, same registry
+# (imported last: it uses this module's helpers).
+from . import sweep_equivalences  # noqa: E402,F401

@@ -65,7 +65,7 @@ BY_ID: dict[str, str] = {
     "model-rwkv-batch": "rwkv",
     "model-kosmos2-padded-positions": "kosmos-2",
     "model-falcon-h1-chunk-state": "falcon-h1",
-    "model-xglm-positions-in-place": "xglm",
+    "model-xglm-positions": "xglm",
     "sliding-window-full-cache-phimoe": "phimoe",
     "sliding-window-full-cache-qwen2-moe": "qwen2-moe",
     "model-jetmoe-static-cache": "jetmoe",

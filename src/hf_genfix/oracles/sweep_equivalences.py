@@ -1,0 +1,218 @@
+"""Sweep scenarios for two equivalences that hold by definition (issue 26, equivalences 2 and 3).
+
+- ``inputs_embeds`` ≡ ``input_ids``: ``generate(inputs_embeds=E(ids))`` gives the tokens and logits that
+  ``generate(ids)`` gives, unpadded and left-padded, and with the length options that count the prompt
+  (``max_length``, ``min_length``, ``min_new_tokens``). Options that read the prompt's ids (repetition penalty,
+  ``no_repeat_ngram_size``) are checked with ``generate(ids, inputs_embeds=E(ids))``, the documented way to give
+  them the prompt: with ``inputs_embeds`` alone there are no prompt ids for them to see (transformers says so in a
+  warning), so that combination is ``unsupported`` by contract and not compared.
+- cached ≡ uncached: ``use_cache=False`` (``uncached``, every model) and every cache implementation the release
+  knows (``cache-implementations``: ``offloaded``, ``offloaded_static``, ``sliding_window``, ``hybrid``,
+  ``quantized``; ``static`` is the sweep's ``static-cache``, the default cache its ``cached``) each give, step by
+  step, the logits of a no-cache forward of the final sequence. An implementation the release does not know, or
+  that the model or the machine refuses in words (no backend for ``quantized``, no GPU for an offloaded cache), is
+  listed as unsupported in the figures, not judged; one that crashes otherwise is judged as upstream's exception
+  (``upstream-error`` where it raises the same without hf_genfix), one that is silently wrong is the finding.
+
+The oracles are the shared ones (``generation.check_rows_against_reference``: every step against the reference
+forward of each unpadded row; ``reference.max_diff``). ``sweep.pick`` samples the options and the cache
+implementations on ``doctor --sweep --quick``; the full sweep runs them all.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from .generation import GenRun, check_rows_against_reference, generate_steps, left_pad
+from .outcome import DefectObserved, ProbeSkipped
+from .precision import tolerance
+from .reference import max_diff
+from .sweep import _UNSUPPORTED, Subject, _short, pick, scenario
+
+# What the option sweep compares: name -> generate() options, on top of greedy, pad 0 and no eos unless set.
+# "eos" is replaced by the token the plain run gives first (so that without the option the run would stop at
+# once); "prompt+N" by the prompt's length plus N (an option that counts the prompt).
+OPTIONS: dict[str, dict[str, Any]] = {
+    "max_length": {"max_length": "prompt+4", "max_new_tokens": None},
+    "min_new_tokens": {"min_new_tokens": 3, "eos_token_id": "eos"},
+    "min_length": {"min_length": "prompt+3", "eos_token_id": "eos"},
+    "repetition_penalty": {"repetition_penalty": 1.8, "with_ids": True},
+    "no_repeat_ngram_size": {"no_repeat_ngram_size": 1, "with_ids": True},
+}
+BY_CONTRACT = ("repetition_penalty and no_repeat_ngram_size with inputs_embeds alone: no prompt ids to penalise "
+               "(transformers applies them to the new tokens only, and warns); compared with input_ids given too")
+CACHES = ("offloaded", "offloaded_static", "sliding_window", "hybrid", "quantized")
+# A refusal in words: the sweep's own list, and how a release names an implementation it does not know.
+# A machine without a GPU is a refusal; a CUDA error on one is not (hence no bare "cuda").
+_REFUSALS = _UNSUPPORTED + ("invalid `cache_implementation`", "choose one of", "not compiled with cuda",
+                            "cuda is not available", "no cuda gpus", "requires a gpu", "please install",
+                            "install it", "you need to install", "no module named", "is not a valid")
+
+
+def _embeds_problem(s: Subject) -> str:
+    """Why the model cannot be given ``inputs_embeds`` ("" when it can)."""
+    if "inputs_embeds" not in inspect.signature(s.model.forward).parameters:
+        return "its forward takes no inputs_embeds"
+    if "inputs_embeds" not in inspect.signature(s.model.prepare_inputs_for_generation).parameters:
+        # generate() refuses it in words for such a model ("doesn't have its forwarding implemented").
+        return "its prepare_inputs_for_generation takes no inputs_embeds (generate() refuses them)"
+    try:
+        table = s.model.get_input_embeddings()
+    except Exception as exc:  # noqa: BLE001 - NotImplementedError on models without one table
+        return f"no input embedding table ({type(exc).__name__})"
+    return "" if table is not None else "no input embedding table"
+
+
+def _embed(s: Subject, ids: Any) -> Any:
+    import torch
+
+    with torch.no_grad():
+        return s.model.get_input_embeddings()(ids)
+
+
+def _same_run(what: str, expected: GenRun, actual: GenRun) -> dict[str, Any]:
+    """``actual`` (sequences of new tokens only when the prompt was given as embeddings) generates the new tokens
+    of ``expected`` with the same per-step logits."""
+    want = [expected.new_tokens(b) for b in range(expected.sequences.shape[0])]
+    got = [actual.new_tokens(b) for b in range(actual.sequences.shape[0])]
+    if got != want:
+        step = next((t for a, b in zip(got, want) for t, (x, y) in enumerate(zip(a, b)) if x != y),
+                    min(len(got[0]), len(want[0])))
+        raise DefectObserved(f"{what}: new tokens {got} != {want} with input_ids", step=step)
+    worst = 0.0
+    for t, (a, b) in enumerate(zip(actual.step_logits, expected.step_logits)):
+        diff = max_diff(a.masked_fill(a == b, 0), b.masked_fill(a == b, 0))  # a token both suppress: -inf, -inf
+        worst = max(worst, diff)
+        if not diff <= tolerance():
+            raise DefectObserved(f"{what}: step {t}: max |logit diff| {diff:.3g} against the input_ids run",
+                                 max_logit_diff=diff, step=t)
+    return {"max_logit_diff": worst, "steps": len(want[0])}
+
+
+def _declines_embeds(s: Subject) -> str:
+    problem = _embeds_problem(s)
+    return f"the model cannot take inputs_embeds: {problem}" if problem else ""
+
+
+@scenario("inputs-embeds")
+def inputs_embeds(s: Subject) -> dict:
+    """Two rows of 7 tokens given as their embeddings: each step as the no-cache forward of the row."""
+    import torch
+
+    rows = s.rows(7, 7, seed=11)
+    ids = torch.tensor(rows, device=s.model.device)
+    stop = dict(pad_token_id=0, eos_token_id=None)
+    run = generate_steps(s.model, None, torch.ones_like(ids), max_new_tokens=5, inputs_embeds=_embed(s, ids), **stop)
+    return check_rows_against_reference(s.model, rows, run, "generate(inputs_embeds=) vs no-cache forward",
+                                        eos_token_id=[])
+
+
+@scenario("inputs-embeds-padded", needs=("padding",))
+def inputs_embeds_padded(s: Subject) -> dict:
+    """A left-padded batch given as embeddings (the pads' embeddings masked out): each row as alone."""
+    rows = s.rows(7, 3, 9, seed=12)
+    ids, mask = left_pad(rows)
+    run = generate_steps(s.model, None, mask, max_new_tokens=5, inputs_embeds=_embed(s, ids), pad_token_id=0,
+                         eos_token_id=None)
+    return check_rows_against_reference(s.model, rows, run, "left-padded generate(inputs_embeds=) vs each row alone",
+                                        eos_token_id=[])
+
+
+@scenario("inputs-embeds-options")
+def inputs_embeds_options(s: Subject) -> dict:
+    """The length options that count the prompt, and the penalties that read it, with the prompt as embeddings:
+    the same new tokens and per-step (processed) scores as with ``input_ids``."""
+    import torch
+
+    (row,) = s.rows(6, seed=13)
+    ids = torch.tensor([row], device=s.model.device)
+    mask = torch.ones_like(ids)
+    embeds = _embed(s, ids)
+    base = dict(max_new_tokens=5, pad_token_id=0, eos_token_id=None, output_scores=True, output_logits=False)
+    plain = generate_steps(s.model, ids, mask, **base)
+    # The input_ids runs are the oracle of the embeds runs: first they must be right themselves (no processor here,
+    # so the scores are the logits), or two equally wrong runs would pass.
+    check_rows_against_reference(s.model, [row], plain, "generate(input_ids) before the options", eos_token_id=[])
+    worst, checked = 0.0, []
+    for name in pick(OPTIONS, 2):
+        options = dict(base)
+        for key, value in OPTIONS[name].items():
+            if value == "eos":
+                value = plain.new_tokens(0)[0]
+            elif isinstance(value, str) and value.startswith("prompt+"):
+                value = len(row) + int(value[len("prompt+"):])
+            options[key] = value
+        with_ids = options.pop("with_ids", False)  # max_new_tokens=None stays: generate() then counts max_length
+        expected = generate_steps(s.model, ids, mask, **options)
+        given = dict(options, inputs_embeds=embeds)
+        actual = generate_steps(s.model, ids if with_ids else None, mask, **given)
+        how = "generate(ids, inputs_embeds=)" if with_ids else "generate(inputs_embeds=)"
+        worst = max(worst, _same_run(f"{how} with {name}", expected, actual)["max_logit_diff"])
+        checked.append(name)
+    # Figures are plain values (the sweep keeps scalars): what was compared, and what is not by contract.
+    return {"max_logit_diff": worst, "options": ", ".join(checked), "unsupported": BY_CONTRACT}
+
+
+for _func in (inputs_embeds, inputs_embeds_padded, inputs_embeds_options):
+    _func.declines = _declines_embeds  # type: ignore[attr-defined]
+
+
+def _refused(exc: BaseException) -> bool:
+    kinds = (ValueError, NotImplementedError, ImportError, RuntimeError, TypeError, AssertionError)
+    return isinstance(exc, kinds) and any(word in str(exc).lower() for word in _REFUSALS)
+
+
+def _two_rows(s: Subject) -> tuple[list[list[int]], Any, Any]:
+    import torch
+
+    rows = s.rows(10, 10, seed=14)
+    ids = torch.tensor(rows, device=s.model.device)
+    return rows, ids, torch.ones_like(ids)
+
+
+@scenario("uncached")
+def uncached(s: Subject) -> dict:
+    """``use_cache=False``: generate() runs the whole sequence every step; each step as the no-cache forward."""
+    rows, ids, mask = _two_rows(s)
+    run = generate_steps(s.model, ids, mask, max_new_tokens=6, use_cache=False, pad_token_id=0, eos_token_id=None)
+    return check_rows_against_reference(s.model, rows, run, "generate(use_cache=False)", eos_token_id=[])
+
+
+@scenario("cache-implementations", needs=("kv",))
+def cache_implementations(s: Subject) -> dict:
+    """Each cache implementation the release knows: every step as the no-cache forward of the final row."""
+    rows, ids, mask = _two_rows(s)
+    refused: dict[str, str] = {}
+    wrong: list[str] = []
+    worst, ran, first_defect = 0.0, [], None
+    crash: BaseException | None = None
+    for name in pick(CACHES, 2):
+        try:
+            run = generate_steps(s.model, ids, mask, max_new_tokens=6, cache_implementation=name, pad_token_id=0,
+                                 eos_token_id=None)
+        except Exception as exc:  # noqa: BLE001 - a refusal in words is not a finding; anything else is judged
+            if _refused(exc):
+                refused[name] = f"{type(exc).__name__}: {_short(exc)}"
+                continue
+            crash = crash or exc
+            wrong.append(f"{name}: {type(exc).__name__}: {_short(exc)}")
+            continue
+        try:
+            figures = check_rows_against_reference(s.model, rows, run, f"cache_implementation={name}",
+                                                   eos_token_id=[])
+        except DefectObserved as exc:
+            wrong.append(exc.message)
+            first_defect = first_defect or exc.figures
+            continue
+        worst = max(worst, figures["max_logit_diff"])
+        ran.append(name)
+    if first_defect is not None:  # silently wrong somewhere: the finding (with any crash of the others)
+        raise DefectObserved("; ".join(wrong), **first_defect)
+    if crash is not None:  # loud only: judged as upstream's exception (same without hf_genfix: upstream-error)
+        raise crash
+    refusals = "; ".join(f"{k}: {v}" for k, v in refused.items())
+    if not ran:
+        raise ProbeSkipped(f"no cache implementation ran: {refusals}")
+    return {"max_logit_diff": worst, "caches": ", ".join(ran), "unsupported": refusals}
+
