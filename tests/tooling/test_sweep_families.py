@@ -107,3 +107,18 @@ def test_a_run_drops_a_cache_kept_on_a_submodule():
     model[0]._cache = "left by an earlier run"
     sweep_families._fresh(model)
     assert not hasattr(model[0], "_cache")
+
+
+def test_a_decoder_whose_earlier_logits_depend_on_later_tokens_is_not_swept(monkeypatch):
+    """The oracle reads one forward over the final decoder sequence at every position: a decoder where position 0
+    changes with what follows (ProphetNet's n-gram streams on 4.x) would be judged wrong by it, so it is not built."""
+    import torch
+
+    def reference(self, encoder_row, decoder_ids):
+        logits = torch.zeros(len(decoder_ids), 8)
+        logits[0, 0] = 1e-3 * len(decoder_ids)  # position 0 moves with the sequence's length
+        return logits
+
+    monkeypatch.setattr(sweep_families.Seq2SeqSubject, "reference", reference)
+    with pytest.raises(sweep_families.ProbeSkipped, match="change with the tokens after it"):
+        sweep_families.Seq2SeqSubject("bart")
