@@ -168,6 +168,8 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "drafting-mtp-init": ("mistral-assisted",),  # the generator class lives in candidate_generator, as above
     "model-rwkv-batch": ("rwkv",),
     "model-kosmos2-padded-positions": ("kosmos-2",),
+    "model-led-static-cache": ("led-static",),
+    "model-fsmt-static-cache": ("fsmt-static",),
     "padding-prefill-chunks": ("mistral-prefill-chunks",),
     # remote code: a trust_remote_code repo written for an older transformers, loaded and generating
     "remote-code-attn-mask-utils": ("remote-deepseek",),

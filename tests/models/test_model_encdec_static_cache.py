@@ -1,0 +1,96 @@
+"""model-led-static-cache, model-fsmt-static-cache: an encoder-decoder with a static cache equals each row alone.
+
+On releases inside a patch's range with hf_genfix active: a padded encoder batch, greedy generation with
+``cache_implementation="static"``, every row and step against a no-cache forward of that row alone; the same with the
+patch off fails there from step 0 (the new token weights the static cache's unfilled zero slots); the dynamic cache
+and uncached generation are bitwise what upstream gives; the mask written hides exactly the unwritten slots.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+import hf_genfix  # noqa: E402
+from hf_genfix._registry import in_range  # noqa: E402
+from hf_genfix.oracles import DefectObserved, ProbeSkipped  # noqa: E402
+from hf_genfix.oracles import sweep_families as families  # noqa: E402
+
+PATCHES = {"led": "model-led-static-cache", "fsmt": "model-fsmt-static-cache"}
+
+
+@pytest.fixture(autouse=True)
+def patches_decided():
+    from hf_genfix.cli import load_targets
+
+    load_targets()
+
+
+@pytest.fixture(scope="module", params=sorted(PATCHES))
+def subject(request):
+    try:
+        return families.Seq2SeqSubject(request.param)
+    except ProbeSkipped as exc:
+        pytest.skip(str(exc))
+
+
+def _affected(patch: str) -> bool:
+    manifest = next(m for m in hf_genfix._default().manifests() if m.id == patch)
+    return in_range(manifest.affected, transformers.__version__)
+
+
+def test_a_static_cache_is_each_row_alone(subject):
+    if not _affected(PATCHES[subject.model_type]):
+        pytest.skip(f"outside {PATCHES[subject.model_type]}'s range on {transformers.__version__}")
+    figures = families.s2s_static_cache(subject)
+    assert figures["max_logit_diff"] <= 1e-4
+
+
+def test_without_the_patch_the_static_cache_is_wrong_from_step_0(subject):
+    patch = PATCHES[subject.model_type]
+    if not _affected(patch):
+        pytest.skip(f"{patch} is outside its range on {transformers.__version__}")
+    with hf_genfix.disabled(patch), pytest.raises(DefectObserved, match="generated step 0"):
+        families.s2s_static_cache(subject)
+
+
+@pytest.mark.parametrize("options", [dict(), dict(use_cache=False)], ids=["dynamic", "uncached"])
+def test_other_caches_are_upstream_bitwise(subject, options):
+    import torch
+
+    from hf_genfix.oracles.sweep_families import right_pad
+
+    ids, mask = right_pad(subject.rows(8, 5, seed=3), device=subject.model.device)
+    kwargs = dict(input_ids=ids, attention_mask=mask)
+    common = dict(max_new_tokens=4, do_sample=False, return_dict_in_generate=True, output_logits=True, **options)
+    with torch.no_grad():
+        ours = subject.model.generate(**kwargs, **common)
+        with hf_genfix.disabled(PATCHES[subject.model_type]):
+            upstream = subject.model.generate(**kwargs, **common)
+    assert torch.equal(ours.sequences, upstream.sequences)
+    assert all(torch.equal(a, b) for a, b in zip(ours.logits, upstream.logits))
+
+
+def test_the_mask_hides_the_unwritten_slots_only():
+    import torch
+
+    from hf_genfix.fixes._static_self_attention import StaticCacheUnsupported, unfilled_mask
+
+    class Layer:
+        max_cache_len = 6
+        cumulative_length = torch.tensor(2)
+
+    mask = unfilled_mask(Layer(), 2, 3, torch.float32, "cpu", None, "why")
+    assert mask.shape == (3, 1, 2, 6)
+    visible = mask[0, 0] == 0
+    assert visible.tolist() == [[True] * 3 + [False] * 3, [True] * 4 + [False] * 2]
+    given = unfilled_mask(Layer(), 1, 1, torch.float32, "cpu", torch.tensor([4]), "why")
+    assert (given[0, 0, 0] == 0).tolist() == [True] * 5 + [False]
+
+    class Unknown:
+        max_cache_len = 6
+
+    with pytest.raises(StaticCacheUnsupported, match="why"):
+        unfilled_mask(Unknown(), 1, 1, torch.float32, "cpu", None, "why")
