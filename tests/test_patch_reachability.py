@@ -170,6 +170,10 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "model-kosmos2-padded-positions": ("kosmos-2",),
     "model-led-static-cache": ("led-static",),
     "model-fsmt-static-cache": ("fsmt-static",),
+    "model-mvp-static-cache": ("mvp-static",),
+    "model-nllb-moe-static-cache": ("nllb-moe-static",),
+    "model-seamless-m4t-static-cache": ("seamless_m4t-static",),
+    "model-seamless-m4t-v2-static-cache": ("seamless_m4t_v2-static",),
     "padding-prefill-chunks": ("mistral-prefill-chunks",),
     # remote code: a trust_remote_code repo written for an older transformers, loaded and generating
     "remote-code-attn-mask-utils": ("remote-deepseek",),

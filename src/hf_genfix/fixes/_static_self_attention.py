@@ -32,7 +32,7 @@ def argument(names: list[str], args: tuple, kwargs: dict, name: str) -> Any:
 
 
 def static_layer(cache: Any, layer_idx: Any) -> Any:
-    """The static self-attention layer of ``cache`` for ``layer_idx``, or None for any other cache (left to upstream)."""
+    """The static self-attention layer of ``cache`` for ``layer_idx``; None for any other cache (upstream's)."""
     self_cache = getattr(cache, "self_attention_cache", None)
     layers = getattr(self_cache, "layers", None)
     if not isinstance(layer_idx, int) or not layers or layer_idx >= len(layers):
@@ -84,10 +84,11 @@ def masking_wrapper(patch: str, model_type: str, mask_name: str, batch_first: bo
         batch, queries = (hidden.shape[0], hidden.shape[1]) if batch_first else (hidden.shape[1], hidden.shape[0])
         import transformers
 
-        where = (f"{model_type}: generate() with a static cache (cache_implementation='static') would be silently "
-                 f"wrong on transformers {transformers.__version__}: the decoder passes no self-attention mask, so "
-                 f"the static cache's unfilled (zero) slots are attended to, and this release's static layer does not "
-                 f"say where it writes, so hf_genfix ({patch}) cannot mask them. Use the dynamic cache (drop "
+        where = (f"{model_type}: a static cache (cache_implementation='static') is not supported by hf_genfix's "
+                 f"{patch} on transformers {transformers.__version__}: the decoder passes no self-attention mask, so "
+                 f"upstream would attend to the static cache's unfilled (zero) slots and generate silently wrong "
+                 f"tokens, and this release's static layer is not told where it writes (no cache_position, no "
+                 f"running count), so the slots cannot be masked. Use the dynamic cache (drop "
                  f"cache_implementation), or set HF_GENFIX_{patch.upper().replace('-', '_')}=off to get upstream's "
                  f"behaviour.")
         mask = unfilled_mask(layer, queries, batch, hidden.dtype, hidden.device,
@@ -99,3 +100,37 @@ def masking_wrapper(patch: str, model_type: str, mask_name: str, batch_first: bo
         return wrapped(*args, **kwargs)
 
     return wrapper
+
+
+def installer(patch: str, model_type: str, target: str, mask_name: str = "attention_mask",
+              batch_first: bool = True) -> Callable[[Any], None]:
+    """``install(patcher)`` for a fix that wraps the decoder layer ``target`` ("module:Class.forward") with
+    ``masking_wrapper``."""
+
+    def install(patcher: Any) -> None:
+        import importlib
+
+        patcher.require(target, mask_name)
+        module, qualified = target.split(":")
+        cls = getattr(importlib.import_module(module), qualified.split(".")[0])
+        names = parameters(cls.forward)[1:]
+        patcher.wrap(target, masking_wrapper(patch, model_type, mask_name, batch_first, names))
+
+    return install
+
+
+def prober(model_type: str) -> Callable[[], dict]:
+    """``probe()``: the sweep's s2s-static-cache scenario on a tiny ``model_type``. With the patch, a release whose
+    static layer cannot be masked refuses with ``StaticCacheUnsupported`` before the first token: loud, not silently
+    wrong, which the probe reports as its figure ``refused``."""
+
+    def probe() -> dict:
+        from hf_genfix.oracles.sweep_families import Seq2SeqSubject, s2s_static_cache
+
+        subject = Seq2SeqSubject(model_type)
+        try:
+            return s2s_static_cache(subject)
+        except StaticCacheUnsupported:
+            return {"refused": 1}
+
+    return probe

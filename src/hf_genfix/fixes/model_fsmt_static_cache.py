@@ -1,13 +1,13 @@
 """model-fsmt-static-cache: FSMT with ``cache_implementation="static"`` attends to the static cache's unfilled zero
 slots from the first generated token on (silently wrong).
 
-The defect. ``FSMTModel.forward`` builds the decoder's causal and padding masks only when ``use_cache`` is off
-(``if not use_cache``); with a cache it passes none, which a dynamic cache can afford for one new token a step. A
-static cache holds ``max_cache_len`` slots from the first step, the unwritten ones zeros, and with no mask the new
-token weights them all (a logit difference of about 0.005 on a tiny model from step 0). Measured wrong on 5.18.0 and 5.24.0 and fixed
-there. 5.0.0-5.17.0 are wrong as well, but not by the mask alone: the decoder there derives positions from the fed
-ids rather than the cache length (suspected, not traced), and masking alone moves the logits further (0.116): the patch
-is not installed there (left open).
+The defect. ``FSMTModel.forward`` builds the decoder's causal and padding masks only when ``use_cache`` is off (``if
+not use_cache``); with a cache it passes none, which a dynamic cache can afford for one new token a step. A static
+cache holds ``max_cache_len`` slots from the first step, the unwritten ones zeros, and with no mask the new token
+weights them all (a logit difference of about 0.005 on a tiny model from step 0). Measured wrong on 5.18.0 and
+5.24.0 and fixed there. 5.0.0-5.17.0 are wrong as well, but not by the mask alone: the decoder there derives
+positions from the fed ids rather than the cache length (suspected, not traced), and masking alone moves the logits
+further (0.116): the patch is not installed there (left open).
 
 Detection. ``doctor --sweep``'s s2s-static-cache scenario on a tiny FSMT: a padded encoder batch, 5 greedy tokens
 with a static cache, every row and step against a no-cache forward of that row alone.
@@ -21,23 +21,10 @@ dynamic cache or no cache go to upstream untouched. Where the release's static l
 
 from __future__ import annotations
 
-from typing import Any
-
 from hf_genfix.fixes import _static_self_attention as static
 
 PATCH = "model-fsmt-static-cache"
 TARGET = "transformers.models.fsmt.modeling_fsmt:DecoderLayer.forward"
 
-
-def install(patcher: Any) -> None:
-    patcher.require(TARGET, "x", "causal_mask")
-    from transformers.models.fsmt.modeling_fsmt import DecoderLayer
-
-    names = static.parameters(DecoderLayer.forward)[1:]
-    patcher.wrap(TARGET, static.masking_wrapper(PATCH, "fsmt", "causal_mask", False, names))
-
-
-def probe() -> dict:
-    from hf_genfix.oracles.sweep_families import Seq2SeqSubject, s2s_static_cache
-
-    return s2s_static_cache(Seq2SeqSubject("fsmt"))
+install = static.installer(PATCH, "fsmt", TARGET, "causal_mask", batch_first=False)
+probe = static.prober("fsmt")

@@ -1,13 +1,13 @@
-"""model-led-static-cache: LED with ``cache_implementation="static"`` attends to the static cache's unfilled zero
-slots from the first generated token on (silently wrong).
+"""model-led-static-cache: LED with ``cache_implementation="static"`` attends to the static cache's unfilled zero slots
+from the first generated token on (silently wrong).
 
-The defect. ``LEDDecoder.forward`` builds its self-attention mask only when more than one decoder token is fed
-(``if input_shape[-1] > 1``): with a dynamic cache a single new token may see every cached key, so no mask is
-needed. A static cache holds ``max_cache_len`` slots from the first step, the unwritten ones zeros, and with no
-mask the single new token weights them all (softmax over zero keys: a logit difference of 0.004-0.008 on a tiny
-model from step 0, and a different greedy token on a real one). Measured wrong on 4.56.0-5.3.0 and 5.13.0-5.24.0
-(see the manifest's evidence); 4.53.3 and earlier pass (generate() keeps no static cache for LED), 5.5.0-5.12.1
-raise a TypeError before generating (left as it is: the patch is not installed there).
+The defect. ``LEDDecoder.forward`` builds its self-attention mask only when more than one decoder token is fed (``if
+input_shape[-1] > 1``): with a dynamic cache a single new token may see every cached key, so no mask is needed. A
+static cache holds ``max_cache_len`` slots from the first step, the unwritten ones zeros, and with no mask the
+single new token weights them all (softmax over zero keys: a logit difference of 0.004-0.008 on a tiny model from
+step 0, and a different greedy token on a real one). Measured wrong on 4.56.0-5.3.0 and 5.13.0-5.24.0 (see the
+manifest's evidence); 4.53.3 and earlier pass (generate() keeps no static cache for LED), 5.5.0-5.12.1 raise a
+TypeError before generating (left as it is: the patch is not installed there).
 
 Detection. ``doctor --sweep``'s s2s-static-cache scenario on a tiny LED: a padded encoder batch, 5 greedy tokens
 with a static cache, every row and step against a no-cache forward of that row alone.
@@ -21,23 +21,10 @@ it raises a clear error before the first token instead of a guess.
 
 from __future__ import annotations
 
-from typing import Any
-
 from hf_genfix.fixes import _static_self_attention as static
 
 PATCH = "model-led-static-cache"
 TARGET = "transformers.models.led.modeling_led:LEDDecoderLayer.forward"
 
-
-def install(patcher: Any) -> None:
-    patcher.require(TARGET, "hidden_states", "attention_mask")
-    from transformers.models.led.modeling_led import LEDDecoderLayer
-
-    names = static.parameters(LEDDecoderLayer.forward)[1:]
-    patcher.wrap(TARGET, static.masking_wrapper(PATCH, "led", "attention_mask", True, names))
-
-
-def probe() -> dict:
-    from hf_genfix.oracles.sweep_families import Seq2SeqSubject, s2s_static_cache
-
-    return s2s_static_cache(Seq2SeqSubject("led"))
+install = static.installer(PATCH, "led", TARGET)
+probe = static.prober("led")
