@@ -66,10 +66,12 @@ def unfilled_mask(layer: Any, queries: int, batch: int, dtype: Any, device: Any,
     return mask[None, None].expand(batch, 1, queries, layer.max_cache_len)
 
 
-def masking_wrapper(patch: str, model_type: str, mask_name: str, batch_first: bool, names: list[str]) -> Callable:
+def masking_wrapper(patch: str, model_type: str, mask_name: str, batch_first: bool, names: list[str],
+                    refuse: str = "") -> Callable:
     """A wrapt wrapper for a decoder layer's ``forward`` (parameters ``names``) that passes the unfilled-slot mask as
     ``mask_name`` when upstream passes none and the layer's self-attention cache is static; every other call (a
     mask given, a dynamic or no cache, an encoder-decoder cache without a static self-attention part) is upstream's.
+    ``refuse``: the reason a mask is not enough on this release; the static case raises it instead.
     """
 
     def wrapper(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
@@ -84,13 +86,15 @@ def masking_wrapper(patch: str, model_type: str, mask_name: str, batch_first: bo
         batch, queries = (hidden.shape[0], hidden.shape[1]) if batch_first else (hidden.shape[1], hidden.shape[0])
         import transformers
 
+        why = refuse or ("this release's static layer is not told where it writes (no cache_position, no running "
+                         "count), so the slots cannot be masked")
         where = (f"{model_type}: a static cache (cache_implementation='static') is not supported by hf_genfix's "
                  f"{patch} on transformers {transformers.__version__}: the decoder passes no self-attention mask, so "
                  f"upstream would attend to the static cache's unfilled (zero) slots and generate silently wrong "
-                 f"tokens, and this release's static layer is not told where it writes (no cache_position, no "
-                 f"running count), so the slots cannot be masked. Use the dynamic cache (drop "
-                 f"cache_implementation), or set HF_GENFIX_{patch.upper().replace('-', '_')}=off to get upstream's "
-                 f"behaviour.")
+                 f"tokens, and {why}. Use the dynamic cache (drop cache_implementation), or set "
+                 f"HF_GENFIX_{patch.upper().replace('-', '_')}=off to get upstream's behaviour.")
+        if refuse:
+            raise StaticCacheUnsupported(where)
         mask = unfilled_mask(layer, queries, batch, hidden.dtype, hidden.device,
                              argument(names, args, kwargs, "cache_position"), where)
         if mask_name in kwargs or names.index(mask_name) >= len(args):
@@ -103,7 +107,7 @@ def masking_wrapper(patch: str, model_type: str, mask_name: str, batch_first: bo
 
 
 def installer(patch: str, model_type: str, target: str, mask_name: str = "attention_mask",
-              batch_first: bool = True) -> Callable[[Any], None]:
+              batch_first: bool = True, refuse: str = "") -> Callable[[Any], None]:
     """``install(patcher)`` for a fix that wraps the decoder layer ``target`` ("module:Class.forward") with
     ``masking_wrapper``."""
 
@@ -114,7 +118,7 @@ def installer(patch: str, model_type: str, target: str, mask_name: str = "attent
         module, qualified = target.split(":")
         cls = getattr(importlib.import_module(module), qualified.split(".")[0])
         names = parameters(cls.forward)[1:]
-        patcher.wrap(target, masking_wrapper(patch, model_type, mask_name, batch_first, names))
+        patcher.wrap(target, masking_wrapper(patch, model_type, mask_name, batch_first, names, refuse))
 
     return install
 
