@@ -48,12 +48,6 @@ def fresh(request):
 
 
 def _affected(patch: str) -> bool:
-    if patch == PATCHES["fsmt"] and not _in(patch):
-        patch = "model-fsmt-static-cache-positions"  # 5.0-5.17: refused loudly (positions and mask)
-    return _in(patch)
-
-
-def _in(patch: str) -> bool:
     manifest = next(m for m in hf_genfix._default().manifests() if m.id == patch)
     return in_range(manifest.affected, transformers.__version__)
 
@@ -75,7 +69,7 @@ def test_without_the_patch_the_static_cache_is_wrong_from_step_0(subject):
     patch = PATCHES[subject.model_type]
     if not _affected(patch):
         pytest.skip(f"{patch} is outside its range on {transformers.__version__}")
-    with hf_genfix.disabled(patch, "model-fsmt-static-cache-positions"), pytest.raises(DefectObserved, match="generated step 0"):
+    with hf_genfix.disabled(patch), pytest.raises(DefectObserved, match="generated step 0"):
         families.s2s_static_cache(subject)
 
 
@@ -117,3 +111,24 @@ def test_the_mask_hides_the_unwritten_slots_only():
 
     with pytest.raises(StaticCacheUnsupported, match="why"):
         unfilled_mask(Unknown(), 1, 1, torch.float32, "cpu", None, "why")
+
+
+def test_fsmt_below_5_18_refuses_a_static_cache_without_the_positions_patch():
+    from hf_genfix.fixes._static_self_attention import StaticCacheUnsupported
+
+    if not (_affected(PATCHES["fsmt"]) and _affected("model-fsmt-cached-positions")):
+        pytest.skip(f"the FSMT positions defect is not in {transformers.__version__}")
+    subject = families.Seq2SeqSubject("fsmt")
+    with hf_genfix.disabled("model-fsmt-cached-positions"), pytest.raises(StaticCacheUnsupported,
+                                                                         match="HF_GENFIX_MODEL_FSMT_STATIC_CACHE=off"):
+        families.s2s_static_cache(subject)
+
+
+@pytest.mark.parametrize("scenario", ["s2s_cached", "s2s_padded"])
+def test_fsmt_cached_positions(scenario):
+    if not _affected("model-fsmt-cached-positions"):
+        pytest.skip(f"model-fsmt-cached-positions is outside its range on {transformers.__version__}")
+    subject = families.Seq2SeqSubject("fsmt")
+    assert getattr(families, scenario)(subject)["max_logit_diff"] <= 1e-4
+    with hf_genfix.disabled("model-fsmt-cached-positions"), pytest.raises(DefectObserved, match="generated step 1"):
+        getattr(families, scenario)(subject)

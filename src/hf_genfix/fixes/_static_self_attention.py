@@ -67,11 +67,11 @@ def unfilled_mask(layer: Any, queries: int, batch: int, dtype: Any, device: Any,
 
 
 def masking_wrapper(patch: str, model_type: str, mask_name: str, batch_first: bool, names: list[str],
-                    refuse: str = "") -> Callable:
+                    refuse: Callable[[], str] | None = None) -> Callable:
     """A wrapt wrapper for a decoder layer's ``forward`` (parameters ``names``) that passes the unfilled-slot mask as
     ``mask_name`` when upstream passes none and the layer's self-attention cache is static; every other call (a
     mask given, a dynamic or no cache, an encoder-decoder cache without a static self-attention part) is upstream's.
-    ``refuse``: the reason a mask is not enough on this release; the static case raises it instead.
+    ``refuse()``: why a mask is not enough for this call ("" when it is); the static case raises it instead.
     """
 
     def wrapper(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
@@ -86,14 +86,15 @@ def masking_wrapper(patch: str, model_type: str, mask_name: str, batch_first: bo
         batch, queries = (hidden.shape[0], hidden.shape[1]) if batch_first else (hidden.shape[1], hidden.shape[0])
         import transformers
 
-        why = refuse or ("this release's static layer is not told where it writes (no cache_position, no running "
+        refused = refuse() if refuse is not None else ""
+        why = refused or ("this release's static layer is not told where it writes (no cache_position, no running "
                          "count), so the slots cannot be masked")
         where = (f"{model_type}: a static cache (cache_implementation='static') is not supported by hf_genfix's "
                  f"{patch} on transformers {transformers.__version__}: the decoder passes no self-attention mask, so "
                  f"upstream would attend to the static cache's unfilled (zero) slots and generate silently wrong "
                  f"tokens, and {why}. Use the dynamic cache (drop cache_implementation), or set "
                  f"HF_GENFIX_{patch.upper().replace('-', '_')}=off to get upstream's behaviour.")
-        if refuse:
+        if refused:
             raise StaticCacheUnsupported(where)
         mask = unfilled_mask(layer, queries, batch, hidden.dtype, hidden.device,
                              argument(names, args, kwargs, "cache_position"), where)
@@ -107,7 +108,7 @@ def masking_wrapper(patch: str, model_type: str, mask_name: str, batch_first: bo
 
 
 def installer(patch: str, model_type: str, target: str, mask_name: str = "attention_mask",
-              batch_first: bool = True, refuse: str = "") -> Callable[[Any], None]:
+              batch_first: bool = True, refuse: Callable[[], str] | None = None) -> Callable[[Any], None]:
     """``install(patcher)`` for a fix that wraps the decoder layer ``target`` ("module:Class.forward") with
     ``masking_wrapper``."""
 

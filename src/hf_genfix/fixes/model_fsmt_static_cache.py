@@ -4,10 +4,10 @@ slots from the first generated token on (silently wrong).
 The defect. ``FSMTModel.forward`` builds the decoder's causal and padding masks only when ``use_cache`` is off (``if
 not use_cache``); with a cache it passes none, which a dynamic cache can afford for one new token a step. A static
 cache holds ``max_cache_len`` slots from the first step, the unwritten ones zeros, and with no mask the new token
-weights them all (a logit difference of about 0.005 on a tiny model from step 0). Measured wrong on 5.18.0 and
-5.24.0 and fixed there. 5.0.0-5.17.0 are wrong as well, but not by the mask alone: the decoder there derives
-positions from the fed ids rather than the cache length (suspected, not traced), and masking alone moves the logits
-further (0.116): the patch is not installed there (left open).
+weights them all (a logit difference of about 0.005 on a tiny model from step 0). Measured wrong on 5.0.0-5.24.0. Below 5.18.0 the
+decoder also embeds every fed token at the first position (``model-fsmt-cached-positions``, which corrects it);
+masking alone would move the logits from upstream's 0.0074 to 0.116, so below 5.18.0 the mask is passed only while
+that patch is in effect for the call, and otherwise the static case raises.
 
 Detection. ``doctor --sweep``'s s2s-static-cache scenario on a tiny FSMT: a padded encoder batch, 5 greedy tokens
 with a static cache, every row and step against a no-cache forward of that row alone.
@@ -26,5 +26,22 @@ from hf_genfix.fixes import _static_self_attention as static
 PATCH = "model-fsmt-static-cache"
 TARGET = "transformers.models.fsmt.modeling_fsmt:DecoderLayer.forward"
 
-install = static.installer(PATCH, "fsmt", TARGET, "causal_mask", batch_first=False)
+
+
+def _positions_wrong() -> str:
+    """Below 5.18.0 the decoder also embeds every fed token at the first position; masking is right only with
+    ``model-fsmt-cached-positions`` correcting that in this call (else the mask alone would trade one wrong answer,
+    0.0074, for another, 0.116): refuse then."""
+    import transformers
+    from packaging.version import Version
+
+    from hf_genfix.fixes import model_fsmt_cached_positions as positions
+
+    if Version(Version(transformers.__version__).base_version) >= Version("5.18.0") or positions.in_effect():
+        return ""
+    return ("the decoder also embeds every fed token at the first position, which model-fsmt-cached-positions "
+            "corrects but is off here (HF_GENFIX_MODEL_FSMT_CACHED_POSITIONS)")
+
+
+install = static.installer(PATCH, "fsmt", TARGET, "causal_mask", batch_first=False, refuse=_positions_wrong)
 probe = static.prober("fsmt")
