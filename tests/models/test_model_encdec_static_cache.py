@@ -124,11 +124,14 @@ def test_fsmt_below_5_18_refuses_a_static_cache_without_the_positions_patch():
         families.s2s_static_cache(subject)
 
 
-@pytest.mark.parametrize("scenario", ["s2s_cached", "s2s_padded"])
+@pytest.mark.parametrize("scenario", ["s2s_cached", "s2s_padded", "s2s_beam"])
 def test_fsmt_cached_positions(scenario):
     if not _affected("model-fsmt-cached-positions"):
         pytest.skip(f"model-fsmt-cached-positions is outside its range on {transformers.__version__}")
     subject = families.Seq2SeqSubject("fsmt")
-    assert getattr(families, scenario)(subject)["max_logit_diff"] <= 1e-4
-    with hf_genfix.disabled("model-fsmt-cached-positions"), pytest.raises(DefectObserved, match="generated step 1"):
+    figures = getattr(families, scenario)(subject)
+    assert figures.get("max_logit_diff", figures.get("max_score_diff")) <= 1e-4
+    # beam search is wrong the same way in a batch and alone: its scores against a no-cache forward show it
+    with hf_genfix.disabled("model-fsmt-cached-positions"), pytest.raises(
+            DefectObserved, match="no-cache forward" if scenario == "s2s_beam" else "generated step 1"):
         getattr(families, scenario)(subject)
