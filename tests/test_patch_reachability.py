@@ -171,6 +171,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "model-led-static-cache": ("led-static",),
     "model-fsmt-static-cache": ("fsmt-static",),
     "model-fsmt-cached-positions": ("fsmt-static",),
+    "model-paligemma-static-cache": ("paligemma-static",),
     "model-mvp-static-cache": ("mvp-static",),
     "model-nllb-moe-static-cache": ("nllb-moe-static",),
     "model-seamless-m4t-static-cache": ("seamless_m4t-static",),
