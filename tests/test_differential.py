@@ -24,7 +24,7 @@ pytest.importorskip("transformers")
 # buckets); image-text (oracles.sweep_families): llava, paligemma (prefix-LM token types), qwen2_vl (M-RoPE),
 # kosmos-2 (model-kosmos2-padded-positions from 4.54).
 ARCHS = ("llama", "gpt2", "gpt_neox", "bloom", "mistral", "qwen2", "rwkv", "bart", "t5", "llava", "paligemma",
-         "qwen2_vl", "kosmos-2")
+         "qwen2_vl", "kosmos-2", "led", "fsmt")
 
 
 def test_never_worse_than_upstream(capsys):

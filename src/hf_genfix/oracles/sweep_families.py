@@ -195,23 +195,35 @@ def s2s_static_cache(s: Seq2SeqSubject) -> dict:
 @sweep.scenario("s2s-beam", needs=("padding",), kind=ENCODER_DECODER)
 def s2s_beam(s: Seq2SeqSubject) -> dict:
     """Beam search (3 beams, 2 returned) on a right-padded encoder batch: each row's sequences are those it gets
-    alone (up to a numerical tie of the reference)."""
+    alone (up to a numerical tie of the reference), and each returned sequence's score is the one a no-cache forward
+    gives it (its summed log-probabilities over its new tokens, divided by their count: length_penalty 1), so that a
+    beam search that is wrong the same way in a batch and alone (a misplaced cached token, say) fails too."""
     import torch
 
     rows = s.rows(8, 4, seed=4)
-    common = dict(num_beams=3, num_return_sequences=2, max_new_tokens=5, do_sample=False, early_stopping=True)
+    common = dict(num_beams=3, num_return_sequences=2, max_new_tokens=5, do_sample=False, early_stopping=True,
+                  length_penalty=1.0, return_dict_in_generate=True, output_scores=True)
+    worst = 0.0
     with torch.no_grad():
         ids, mask = right_pad(rows, device=s.model.device)
-        batch = s.model.generate(ids, attention_mask=mask, **common)
+        batch = s.model.generate(ids, attention_mask=mask, **common).sequences
         for b, row in enumerate(rows):
             ids, mask = right_pad([row], device=s.model.device)
             alone = s.model.generate(ids, attention_mask=mask, **common)
             for r in range(2):
-                a, c = batch[2 * b + r].tolist(), alone[r].tolist()
+                a, c = batch[2 * b + r].tolist(), alone.sequences[r].tolist()
                 if a != c and not _tie(lambda tokens: s.reference(row, tokens), a, c):
                     raise DefectObserved(f"encoder-decoder beam search: row {b}, beam {r} in a padded batch {a} != "
                                          f"alone {c}", row=b, step=sweep._first_diff(a, c))
-    return {"rows": len(rows)}
+                logprobs = torch.log_softmax(s.reference(row, c[:-1]), dim=-1)
+                expected = float(logprobs[torch.arange(len(c) - 1), torch.tensor(c[1:])].sum()) / (len(c) - 1)
+                diff = abs(float(alone.sequences_scores[r]) - expected)
+                worst = max(worst, diff)
+                if diff > 1e-3:
+                    raise DefectObserved(f"encoder-decoder beam search: row {b} alone, beam {r} {c}: score "
+                                         f"{float(alone.sequences_scores[r]):.6g} != {expected:.6g} from a no-cache "
+                                         f"forward", row=b, max_logit_diff=diff)
+    return {"rows": len(rows), "max_score_diff": worst}
 
 
 def _tie(reference: Callable[[list[int]], Any], a: list[int], b: list[int], margin: float = 1e-3) -> bool:

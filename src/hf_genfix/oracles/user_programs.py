@@ -45,6 +45,13 @@ PROGRAMS: dict[str, str] = {
     "kosmos-2": "from transformers import Kosmos2ForConditionalGeneration",
     "falcon-h1": "from transformers import FalconH1ForCausalLM",
     "xglm": "from transformers import XGLMForCausalLM",
+    "fsmt": "from transformers import FSMTForConditionalGeneration",
+    "led": "from transformers import LEDForConditionalGeneration",
+    "mvp": "from transformers import MvpForConditionalGeneration",
+    "nllb-moe": "from transformers import NllbMoeForConditionalGeneration",
+    "paligemma": "from transformers import PaliGemmaForConditionalGeneration",
+    "seamless-m4t": "from transformers import SeamlessM4TForTextToText",
+    "seamless-m4t-v2": "from transformers import SeamlessM4Tv2ForTextToText",
 }
 
 BY_FAMILY: dict[str, str] = {
@@ -64,6 +71,14 @@ BY_ID: dict[str, str] = {
     "decoding-gpt-neox-static-cache": "gpt-neox",
     "model-rwkv-batch": "rwkv",
     "model-kosmos2-padded-positions": "kosmos-2",
+    "model-fsmt-cached-positions": "fsmt",
+    "model-fsmt-static-cache": "fsmt",
+    "model-led-static-cache": "led",
+    "model-mvp-static-cache": "mvp",
+    "model-nllb-moe-static-cache": "nllb-moe",
+    "model-paligemma-static-cache": "paligemma",
+    "model-seamless-m4t-static-cache": "seamless-m4t",
+    "model-seamless-m4t-v2-static-cache": "seamless-m4t-v2",
     "model-falcon-h1-chunk-state": "falcon-h1",
     "model-xglm-positions": "xglm",
     "sliding-window-full-cache-phimoe": "phimoe",

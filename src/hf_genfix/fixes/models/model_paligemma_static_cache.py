@@ -1,0 +1,66 @@
+"""model-paligemma-static-cache: PaliGemma with ``cache_implementation="static"`` on 4.52-4.57 attends causally
+inside its image + prompt prefix, which the model reads bidirectionally (silently wrong from the first token).
+
+The defect. PaliGemma's text model sees the prefix (image tokens and the prompt) bidirectionally and the generated
+suffix causally: ``PaliGemmaModel._update_causal_mask`` builds that mask from the 2-D attention mask, unless it is
+given a 4-D mask, which it takes as final. For a compileable (static) cache, the generic
+``prepare_inputs_for_generation`` turns the 2-D mask into a purely causal 4-D one before the model sees it, so the
+prefix is read causally: every logit differs from the reference from step 0 (4.57.6 and earlier; 5.0.0 builds the
+masks itself and passes). A static hybrid (sliding) cache is rebuilt by PaliGemma itself at the prompt step.
+
+Detection. ``doctor --sweep``'s image-static-cache scenario on a tiny PaliGemma: a left-padded batch of image
+prompts, greedy tokens with a static cache, every row and step against a no-cache forward of that row alone with
+its image and its prefix mask.
+
+Correction. ``PaliGemmaForConditionalGeneration.prepare_inputs_for_generation`` is wrapped: when upstream hands the
+model a 4-D mask it built from the caller's 2-D mask for a plain (non-sliding) static cache, the wrapper replaces
+it with the one PaliGemma's own ``_update_causal_mask`` builds from the same 2-D mask, cache and positions (what the
+model does for every other cache). Dynamic caches, sliding (hybrid) static caches, a caller's 4-D mask and calls
+without a 2-D mask are upstream's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PATCH = "model-paligemma-static-cache"
+TARGET = ("transformers.models.paligemma.modeling_paligemma:PaliGemmaForConditionalGeneration."
+          "prepare_inputs_for_generation")
+
+
+def install(patcher: Any) -> None:
+    patcher.require(TARGET, "input_ids", "past_key_values", "attention_mask", "token_type_ids", "cache_position")
+    patcher.wrap(TARGET, _prepare_inputs)
+
+
+def _plain_static(cache: Any) -> bool:
+    if cache is None or not getattr(cache, "is_compileable", False):
+        return False
+    if type(cache).__name__ != "StaticCache":
+        return False
+    sliding = getattr(cache, "is_sliding", None)
+    return not (sliding is not None and any(sliding))
+
+
+def _prepare_inputs(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+    inputs = wrapped(*args, **kwargs)
+    mask2d = kwargs.get("attention_mask")
+    cache = kwargs.get("past_key_values")
+    built = inputs.get("attention_mask") if isinstance(inputs, dict) else None
+    if (getattr(mask2d, "dim", lambda: 0)() != 2 or getattr(built, "dim", lambda: 0)() != 4
+            or not _plain_static(cache) or not hasattr(getattr(instance, "model", None), "_update_causal_mask")):
+        return inputs
+    tensor = inputs.get("inputs_embeds")
+    if tensor is None:
+        tensor = inputs.get("input_ids")
+    inputs = dict(inputs)
+    inputs["attention_mask"] = instance.model._update_causal_mask(
+        mask2d, kwargs.get("token_type_ids"), cache, inputs.get("cache_position", kwargs.get("cache_position")),
+        tensor, False)
+    return inputs
+
+
+def probe() -> dict:
+    from hf_genfix.oracles.sweep_families import ImageTextSubject, image_static_cache
+
+    return image_static_cache(ImageTextSubject("paligemma"))
