@@ -81,3 +81,40 @@ def test_xglm_uncached_generation_is_judged_by_the_no_cache_forward():
         assert without.outcome == "wrong" and "step 1" in without.message
     else:
         assert without.outcome == "pass"
+
+
+def test_a_model_whose_forward_changes_given_embeddings_declines_the_embeds_scenarios(monkeypatch):
+    """inputs_embeds ≡ input_ids holds only where the forward does nothing more to the ids' embeddings (4.46's
+    OpenLlama normalised them only when it looked them up itself)."""
+    import torch
+
+    subject = sweep.Subject("llama")
+    assert sweep_equivalences._declines_embeds(subject) == ""
+    table = subject.model.get_input_embeddings()
+    original = subject.model.model.forward
+
+    def forward(*args, input_ids=None, inputs_embeds=None, **kwargs):
+        if input_ids is not None:  # the looked-up embeddings get something the given ones do not
+            inputs_embeds, input_ids = table(input_ids) * 2.0, None
+        return original(*args, input_ids=input_ids, inputs_embeds=inputs_embeds, **kwargs)
+
+    monkeypatch.setattr(subject.model.model, "forward", forward)
+    with torch.no_grad():
+        assert "otherwise than the ids they embed" in sweep_equivalences._declines_embeds(subject)
+
+
+def test_an_implementation_upstream_also_crashes_on_is_listed_and_the_others_still_judged(monkeypatch):
+    """One implementation that raises alike without hf_genfix (4.46's offloaded_static TypeError) neither fails the
+    scenario nor hides another implementation's result."""
+    subject = sweep.Subject("llama")
+    plain = sweep_equivalences.generate_steps
+
+    def generate_steps(model, ids, mask, **kwargs):
+        if kwargs.get("cache_implementation") == "offloaded":
+            raise TypeError("OffloadedCache.__init__() got an unexpected keyword argument 'batch_size'")
+        return plain(model, ids, mask, **kwargs)
+
+    monkeypatch.setattr(sweep_equivalences, "generate_steps", generate_steps)
+    monkeypatch.setattr(sweep_equivalences, "CACHES", ("offloaded", "sliding_window"))
+    out = sweep_equivalences.cache_implementations(subject)
+    assert out["caches"] == "sliding_window" and "offloaded: upstream raises it too: TypeError" in out["unsupported"]
