@@ -154,6 +154,22 @@ model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sa
 """
 
 
+def _paligemma(**generate: object) -> str:
+    """An image prompt (the image's placeholder tokens, then text) through PaliGemmaForConditionalGeneration."""
+    return f"""
+import torch
+from transformers import AutoConfig, PaliGemmaForConditionalGeneration
+config = AutoConfig.from_pretrained(REPO + "/paligemma")
+model = PaliGemmaForConditionalGeneration(config).eval()
+vision = config.vision_config
+image = getattr(config, "image_token_id", None) or config.image_token_index
+ids = torch.tensor([[image] * (vision.image_size // vision.patch_size) ** 2 + [3, 4, 5, 6]])
+pixels = torch.randn(1, 3, vision.image_size, vision.image_size)
+model.generate(ids, attention_mask=torch.ones_like(ids), pixel_values=pixels, token_type_ids=torch.zeros_like(ids),
+               max_new_tokens=3, do_sample=False, **{generate!r})
+"""
+
+
 # patch id -> the programs that meet its defect (names of PROGRAM_CODE). A patch missing here fails its test.
 PROGRAMS: dict[str, tuple[str, ...]] = {
     "pad-token": ("tokenizer", "pipeline"),
@@ -175,6 +191,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "model-fsmt-static-cache": ("fsmt-static",),
     "model-fsmt-cached-positions": ("fsmt-static",),
     "model-paligemma-static-cache": ("paligemma-static",),
+    "model-paligemma-uncached-prefix": ("paligemma-uncached",),
     "model-mvp-static-cache": ("mvp-static",),
     "model-nllb-moe-static-cache": ("nllb-moe-static",),
     "model-seamless-m4t-static-cache": ("seamless_m4t-static",),
@@ -282,6 +299,8 @@ model.generate(pixel_values=torch.rand(2, 3, 16, 16), input_ids=ids, attention_m
     "jetmoe-static": _generate("jetmoe", cache_implementation="static"),
     "gemma2": _generate("gemma2"),
     "speech-to-text-2": _generate("speech-to-text-2"),
+    "paligemma-static": _paligemma(cache_implementation="static"),
+    "paligemma-uncached": _paligemma(use_cache=False),
 }
 
 CHILD = """
@@ -337,6 +356,7 @@ def _write_repos(root: Path) -> dict[str, str]:
         "gemma3-vlm": lambda: tiny_gemma3_vlm().config,
         "gemma4-vlm": lambda: tiny_gemma4_vlm().config,
         "kosmos-2": lambda: build_image_text("kosmos-2").config,
+        "paligemma": lambda: build_image_text("paligemma").config,
         "falcon-h1": lambda: _buildable("falcon_h1", **_ssm_overrides("falcon_h1")),
         "xglm": lambda: _buildable("xglm"),
         "openai-gpt": lambda: _buildable("openai-gpt"),
@@ -372,7 +392,7 @@ def _buildable(model_type: str, **overrides: object) -> object:
 def _program_folder(name: str) -> str | None:
     for folder in ("llama", "phi3", "rwkv", "gpt-neox", "mistral", "gemma2", "gemma4-vlm", "gemma3-vlm", "gemma4",
                    "kosmos-2", "falcon-h1", "xglm", "openai-gpt", "phimoe", "qwen2-moe", "jetmoe",
-                   "speech-to-text-2"):
+                   "speech-to-text-2", "paligemma"):
         if f'"/{folder}"' in PROGRAM_CODE[name]:
             return folder
     return None

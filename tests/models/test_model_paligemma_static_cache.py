@@ -1,6 +1,6 @@
 """model-paligemma-static-cache: a PaliGemma static-cache generation reads its image + prompt prefix bidirectionally.
 
-On releases inside the patch's range (4.52-4.57) with hf_genfix active: a left-padded batch of image prompts, greedy
+On releases inside the patch's range (4.46-4.57) with hf_genfix active: a left-padded batch of image prompts, greedy
 generation with ``cache_implementation="static"``, every row and step against a no-cache forward of that row alone
 with its image and prefix mask; the same with the patch off fails there from step 0; the dynamic cache is bitwise
 upstream's.

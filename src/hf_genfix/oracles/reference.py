@@ -15,9 +15,21 @@ def reference_logits(model: Any, ids: Sequence[int] | Any) -> Any:
     import torch
 
     row = torch.as_tensor(ids, dtype=torch.long, device=_device(model)).reshape(1, -1)
+    # a model without a cache (OpenAI-GPT before 5.x) takes no use_cache: its forward is cache-less anyway
+    extra = dict(use_cache=False) if _takes(model, "use_cache") else {}
     with torch.no_grad():
-        out = model(input_ids=row, attention_mask=torch.ones_like(row), use_cache=False)
+        out = model(input_ids=row, attention_mask=torch.ones_like(row), **extra)
     return out.logits[0].float()
+
+
+def _takes(model: Any, name: str) -> bool:
+    import inspect
+
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return True
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
 def _device(model: Any) -> Any:

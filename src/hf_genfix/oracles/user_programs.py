@@ -77,6 +77,7 @@ BY_ID: dict[str, str] = {
     "model-mvp-static-cache": "mvp",
     "model-nllb-moe-static-cache": "nllb-moe",
     "model-paligemma-static-cache": "paligemma",
+    "model-paligemma-uncached-prefix": "paligemma",
     "model-seamless-m4t-static-cache": "seamless-m4t",
     "model-seamless-m4t-v2-static-cache": "seamless-m4t-v2",
     "model-falcon-h1-chunk-state": "falcon-h1",

@@ -1,8 +1,8 @@
-"""model-paligemma-static-cache: PaliGemma with ``cache_implementation="static"`` on 4.52-4.57 attends causally
+"""model-paligemma-static-cache: PaliGemma with ``cache_implementation="static"`` on 4.46-4.57 attends causally
 inside its image + prompt prefix, which the model reads bidirectionally (silently wrong from the first token).
 
 The defect. PaliGemma's text model sees the prefix (image tokens and the prompt) bidirectionally and the generated
-suffix causally: ``PaliGemmaModel._update_causal_mask`` builds that mask from the 2-D attention mask, unless it is
+suffix causally: ``PaliGemmaModel._update_causal_mask`` (4.46-4.51: the ForConditionalGeneration class's own) builds that mask from the 2-D attention mask, unless it is
 given a 4-D mask, which it takes as final. For a compileable (static) cache, the generic
 ``prepare_inputs_for_generation`` turns the 2-D mask into a purely causal 4-D one before the model sees it, so the
 prefix is read causally: every logit differs from the reference from step 0 (4.57.6 and earlier; 5.0.0 builds the
@@ -34,7 +34,8 @@ def install(patcher: Any) -> None:
 
 
 def _plain_static(cache: Any) -> bool:
-    if cache is None or not getattr(cache, "is_compileable", False):
+    # 4.46-4.48's StaticCache has no is_compileable flag; from 4.49 it must say True
+    if cache is None or not getattr(cache, "is_compileable", True):
         return False
     if type(cache).__name__ != "StaticCache":
         return False
@@ -48,16 +49,45 @@ def _prepare_inputs(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> A
     cache = kwargs.get("past_key_values")
     built = inputs.get("attention_mask") if isinstance(inputs, dict) else None
     if (getattr(mask2d, "dim", lambda: 0)() != 2 or getattr(built, "dim", lambda: 0)() != 4
-            or not _plain_static(cache) or not hasattr(getattr(instance, "model", None), "_update_causal_mask")):
+            or not _plain_static(cache)):
+        return inputs
+    # 4.52+: PaliGemmaModel builds the mask; 4.46-4.51: the ForConditionalGeneration class itself
+    owner = getattr(instance, "model", None)
+    if not hasattr(owner, "_update_causal_mask"):
+        owner = instance
+    if not hasattr(owner, "_update_causal_mask"):
         return inputs
     tensor = inputs.get("inputs_embeds")
     if tensor is None:
         tensor = inputs.get("input_ids")
     inputs = dict(inputs)
-    inputs["attention_mask"] = instance.model._update_causal_mask(
-        mask2d, kwargs.get("token_type_ids"), cache, inputs.get("cache_position", kwargs.get("cache_position")),
-        tensor, False)
+    inputs["attention_mask"] = _update_causal_mask(
+        owner, instance, mask2d, kwargs.get("token_type_ids"), cache,
+        inputs.get("cache_position", kwargs.get("cache_position")), tensor)
     return inputs
+
+
+def _update_causal_mask(owner: Any, model: Any, mask2d: Any, token_type_ids: Any, cache: Any, cache_position: Any,
+                        tensor: Any) -> Any:
+    """PaliGemma's own prefix-LM mask builder, called by keyword: its signature changed three times (4.46:
+    ``inputs_embeds`` whose dtype sets the fill; 4.47-4.48: ``input_ids``/``inputs_embeds``; 4.49+:
+    ``input_tensor``, shapes only)."""
+    import inspect
+
+    import torch
+
+    params = inspect.signature(owner._update_causal_mask).parameters
+    kw = dict(attention_mask=mask2d, token_type_ids=token_type_ids, past_key_values=cache,
+              cache_position=cache_position, is_training=False)
+    if "input_tensor" in params:
+        kw["input_tensor"] = tensor
+    elif "inputs_embeds" in params:
+        # only its batch size, length and dtype are read
+        kw["inputs_embeds"] = torch.zeros(tensor.shape[0], tensor.shape[1], 1, dtype=model.dtype,
+                                          device=tensor.device)
+    else:
+        raise TypeError(f"model-paligemma-static-cache: unknown _update_causal_mask signature {params}")
+    return owner._update_causal_mask(**kw)
 
 
 def probe() -> dict:
