@@ -1,0 +1,52 @@
+"""model-idefics-uncached-pixels: Idefics2, Idefics3 and SmolVLM keep their image through generate(use_cache=False).
+
+Where the patch is applied (5.0-5.3): a prompt with one image, greedy generate(use_cache=False), every step
+against a no-cache forward of prompt + image + generated tokens; with the patch off the same scenario is wrong from
+generated step 1 (the re-fed image placeholders are embedded as text); cached generation is bitwise what upstream
+gives. Elsewhere the patch is not installed and these tests skip.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+import hf_genfix  # noqa: E402
+from hf_genfix.oracles import DefectObserved, ProbeSkipped  # noqa: E402
+from hf_genfix.oracles import sweep_families as families  # noqa: E402
+
+PATCH = "model-idefics-uncached-pixels"
+
+
+@pytest.fixture(scope="module", params=["idefics2", "idefics3", "smolvlm"])
+def subject(request, require_applied):
+    require_applied(PATCH)
+    try:
+        return families.ImageTextSubject(request.param)
+    except ProbeSkipped as exc:
+        pytest.skip(str(exc))
+
+
+def test_uncached_generation_matches_the_oracle(subject):
+    figures = families.image_uncached(subject)
+    assert figures["max_logit_diff"] <= 1e-4
+
+
+def test_without_the_patch_the_image_is_lost_from_the_second_token(subject):
+    with hf_genfix.disabled(PATCH), pytest.raises(DefectObserved, match="generated step 1"):
+        families.image_uncached(subject)
+
+
+def test_cached_generation_is_upstream_bitwise(subject):
+    import torch
+
+    kwargs = subject.batch(subject.prompts(6, seed=3), [subject.image(2)])
+    common = dict(max_new_tokens=4, do_sample=False, return_dict_in_generate=True, output_logits=True)
+    with torch.no_grad():
+        ours = subject.model.generate(**kwargs, **common)
+        with hf_genfix.disabled(PATCH):
+            upstream = subject.model.generate(**kwargs, **common)
+    assert torch.equal(ours.sequences, upstream.sequences)
+    assert all(torch.equal(a, b) for a, b in zip(ours.logits, upstream.logits))
