@@ -16,6 +16,7 @@ pytest.importorskip("transformers")
 import hf_genfix  # noqa: E402
 from hf_genfix.oracles import DefectObserved, ProbeSkipped  # noqa: E402
 from hf_genfix.oracles import sweep_families as families  # noqa: E402
+from model_fixtures import upstream_bitwise  # noqa: E402,F401 (fixture)
 
 PATCH = "model-idefics-uncached-pixels"
 
@@ -39,14 +40,6 @@ def test_without_the_patch_the_image_is_lost_from_the_second_token(subject):
         families.image_uncached(subject)
 
 
-def test_cached_generation_is_upstream_bitwise(subject):
-    import torch
-
+def test_cached_generation_is_upstream_bitwise(subject, upstream_bitwise):
     kwargs = subject.batch(subject.prompts(6, seed=3), [subject.image(2)])
-    common = dict(max_new_tokens=4, do_sample=False, return_dict_in_generate=True, output_logits=True)
-    with torch.no_grad():
-        ours = subject.model.generate(**kwargs, **common)
-        with hf_genfix.disabled(PATCH):
-            upstream = subject.model.generate(**kwargs, **common)
-    assert torch.equal(ours.sequences, upstream.sequences)
-    assert all(torch.equal(a, b) for a, b in zip(ours.logits, upstream.logits))
+    upstream_bitwise(subject.model, PATCH, kwargs.pop("input_ids"), max_new_tokens=4, **kwargs)
