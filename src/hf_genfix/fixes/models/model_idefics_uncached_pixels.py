@@ -1,4 +1,4 @@
-"""model-idefics-uncached-pixels: on 5.0-5.3, Idefics2, Idefics3 and SmolVLM with ``generate(use_cache=False)``
+"""model-idefics2/idefics3/smolvlm-uncached-pixels (one patch per model, one fix): on 5.0-5.3, Idefics2, Idefics3 and SmolVLM with ``generate(use_cache=False)``
 lose the image after the first step (silently wrong from the second generated token).
 
 The defect. Without a cache every step feeds the whole sequence again, image placeholder tokens included, so
@@ -24,18 +24,29 @@ from __future__ import annotations
 
 from typing import Any
 
-TARGETS = tuple(
-    f"transformers.models.{module}.modeling_{module}:{cls}.prepare_inputs_for_generation"
-    for module, cls in (("idefics2", "Idefics2ForConditionalGeneration"),
-                        ("idefics3", "Idefics3ForConditionalGeneration"),
-                        ("smolvlm", "SmolVLMForConditionalGeneration"))
-)
+MODELS = {
+    "idefics2": "transformers.models.idefics2.modeling_idefics2:Idefics2ForConditionalGeneration",
+    "idefics3": "transformers.models.idefics3.modeling_idefics3:Idefics3ForConditionalGeneration",
+    "smolvlm": "transformers.models.smolvlm.modeling_smolvlm:SmolVLMForConditionalGeneration",
+}
 
 
-def install(patcher: Any) -> None:
-    for target in TARGETS:
-        patcher.require(target, "pixel_values", "image_hidden_states")
-        patcher.wrap(target, _prepare_inputs)
+def _install(patcher: Any, arch: str) -> None:
+    target = MODELS[arch] + ".prepare_inputs_for_generation"
+    patcher.require(target, "pixel_values", "image_hidden_states")
+    patcher.wrap(target, _prepare_inputs)
+
+
+def install_idefics2(patcher: Any) -> None:
+    _install(patcher, "idefics2")
+
+
+def install_idefics3(patcher: Any) -> None:
+    _install(patcher, "idefics3")
+
+
+def install_smolvlm(patcher: Any) -> None:
+    _install(patcher, "smolvlm")
 
 
 def _prepare_inputs(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
@@ -53,18 +64,19 @@ def _prepare_inputs(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> A
     return {**inputs, "pixel_values": pixels, "pixel_attention_mask": kwargs.get("pixel_attention_mask")}
 
 
-def probe() -> dict:
-    from hf_genfix.oracles import ProbeSkipped
+def _probe(arch: str) -> dict:
     from hf_genfix.oracles.sweep_families import ImageTextSubject, image_uncached
 
-    figures: dict = {}
-    for arch in ("idefics2", "idefics3", "smolvlm"):
-        try:
-            subject = ImageTextSubject(arch)
-        except ProbeSkipped:
-            continue
-        result = image_uncached(subject)
-        figures = {**result, "max_logit_diff": max(result.get("max_logit_diff", 0.0), figures.get("max_logit_diff", 0.0))}
-    if not figures:
-        raise ProbeSkipped("no tiny Idefics2, Idefics3 or SmolVLM here")
-    return figures
+    return image_uncached(ImageTextSubject(arch))
+
+
+def probe_idefics2() -> dict:
+    return _probe("idefics2")
+
+
+def probe_idefics3() -> dict:
+    return _probe("idefics3")
+
+
+def probe_smolvlm() -> dict:
+    return _probe("smolvlm")
