@@ -170,6 +170,18 @@ model.generate(ids, attention_mask=torch.ones_like(ids), pixel_values=pixels, to
 """
 
 
+def _idefics(folder: str, model_class: str) -> str:
+    return f"""
+import torch
+from transformers import AutoConfig, {model_class}
+model = {model_class}(AutoConfig.from_pretrained(REPO + "/{folder}")).eval()
+ids = torch.tensor([[1, 122, 122, 122, 122, 60, 85, 28]])
+model.generate(ids, attention_mask=torch.ones_like(ids), pixel_values=torch.rand(1, 1, 3, 16, 16),
+               pixel_attention_mask=torch.ones(1, 1, 16, 16, dtype=torch.bool), use_cache=False,
+               max_new_tokens=3, do_sample=False)
+"""
+
+
 # patch id -> the programs that meet its defect (names of PROGRAM_CODE). A patch missing here fails its test.
 PROGRAMS: dict[str, tuple[str, ...]] = {
     "pad-token": ("tokenizer", "pipeline"),
@@ -184,6 +196,9 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "drafting-mtp-init": ("mistral-assisted",),  # the generator class lives in candidate_generator, as above
     "model-rwkv-batch": ("rwkv",),
     "model-kosmos2-padded-positions": ("kosmos-2",),
+    "model-idefics2-uncached-pixels": ("idefics2",),
+    "model-idefics3-uncached-pixels": ("idefics3",),
+    "model-smolvlm-uncached-pixels": ("smolvlm",),
     "model-falcon-h1-chunk-state": ("falcon-h1",),
     "model-xglm-positions": ("xglm", "xglm-no-cache"),
     "prepare-inputs-full-ids-positions": ("openai-gpt",),
@@ -294,12 +309,21 @@ ids = torch.tensor([[0, 0, 1, 120, 122, 122, 122, 122, 121, 5], [1, 120, 122, 12
 model.generate(pixel_values=torch.rand(2, 3, 16, 16), input_ids=ids, attention_mask=(ids != 0).long(),
                image_embeds_position_mask=(ids == 122).long(), max_new_tokens=3, do_sample=False)
 """,
+    # Idefics2 / Idefics3 / SmolVLM: one image (4 placeholder tokens) and generate(use_cache=False).
+    "idefics2": _idefics("idefics2", "Idefics2ForConditionalGeneration"),
+    "idefics3": _idefics("idefics3", "Idefics3ForConditionalGeneration"),
+    "smolvlm": _idefics("smolvlm", "SmolVLMForConditionalGeneration"),
     "phimoe": _generate("phimoe"),
     "qwen2-moe": _generate("qwen2-moe"),
     "jetmoe-static": _generate("jetmoe", cache_implementation="static"),
     "gemma2": _generate("gemma2"),
     "speech-to-text-2": _generate("speech-to-text-2"),
     "paligemma-static": _paligemma(cache_implementation="static"),
+    # Encoder-decoder generate(): the decoder layers' module is imported by the model class (a static cache is
+    # what the patches correct; Seamless refuses it loudly with hf_genfix, so its program generates plainly).
+    **{f"{t}-static": _generate(t, "AutoModelForSeq2SeqLM", cache_implementation="static")
+       for t in ("led", "fsmt", "mvp", "nllb-moe")},
+    **{f"{t}-static": _generate(t, "AutoModelForSeq2SeqLM") for t in ("seamless_m4t", "seamless_m4t_v2")},
     "paligemma-uncached": _paligemma(use_cache=False),
 }
 
@@ -323,7 +347,7 @@ def _write_repos(root: Path) -> dict[str, str]:
     from hf_genfix.oracles import ProbeSkipped
     from hf_genfix.oracles.sliding import MODELS, WINDOW
     from hf_genfix.oracles.sliding_static import tiny_gemma3_vlm, tiny_gemma4_vlm
-    from hf_genfix.oracles.sweep_families import build_image_text
+    from hf_genfix.oracles.sweep_families import build_image_text, build_seq2seq
     from hf_genfix.oracles.sweep import _ssm_overrides
     from hf_genfix.oracles.tiny import tiny_config, tiny_model
     from hf_genfix.oracles.tokenizers import special_ids, write_repo
@@ -357,6 +381,11 @@ def _write_repos(root: Path) -> dict[str, str]:
         "gemma4-vlm": lambda: tiny_gemma4_vlm().config,
         "kosmos-2": lambda: build_image_text("kosmos-2").config,
         "paligemma": lambda: build_image_text("paligemma").config,
+        "idefics2": lambda: build_image_text("idefics2").config,
+        "idefics3": lambda: build_image_text("idefics3").config,
+        "smolvlm": lambda: build_image_text("smolvlm").config,
+        **{t: (lambda t=t: build_seq2seq(t).config)
+           for t in ("led", "fsmt", "mvp", "nllb-moe", "seamless_m4t", "seamless_m4t_v2")},
         "falcon-h1": lambda: _buildable("falcon_h1", **_ssm_overrides("falcon_h1")),
         "xglm": lambda: _buildable("xglm"),
         "openai-gpt": lambda: _buildable("openai-gpt"),
@@ -392,7 +421,8 @@ def _buildable(model_type: str, **overrides: object) -> object:
 def _program_folder(name: str) -> str | None:
     for folder in ("llama", "phi3", "rwkv", "gpt-neox", "mistral", "gemma2", "gemma4-vlm", "gemma3-vlm", "gemma4",
                    "kosmos-2", "falcon-h1", "xglm", "openai-gpt", "phimoe", "qwen2-moe", "jetmoe",
-                   "speech-to-text-2", "paligemma"):
+                   "speech-to-text-2", "paligemma", "idefics2", "idefics3", "smolvlm", "led", "fsmt", "mvp",
+                   "nllb-moe", "seamless_m4t", "seamless_m4t_v2"):
         if f'"/{folder}"' in PROGRAM_CODE[name]:
             return folder
     return None

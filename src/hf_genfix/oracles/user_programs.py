@@ -52,6 +52,9 @@ PROGRAMS: dict[str, str] = {
     "paligemma": "from transformers import PaliGemmaForConditionalGeneration",
     "seamless-m4t": "from transformers import SeamlessM4TForTextToText",
     "seamless-m4t-v2": "from transformers import SeamlessM4Tv2ForTextToText",
+    "idefics2": "from transformers import Idefics2ForConditionalGeneration",
+    "idefics3": "from transformers import Idefics3ForConditionalGeneration",
+    "smolvlm": "from transformers import SmolVLMForConditionalGeneration",
 }
 
 BY_FAMILY: dict[str, str] = {
@@ -63,6 +66,9 @@ BY_FAMILY: dict[str, str] = {
 }
 
 BY_ID: dict[str, str] = {
+    "model-idefics2-uncached-pixels": "idefics2",
+    "model-idefics3-uncached-pixels": "idefics3",
+    "model-smolvlm-uncached-pixels": "smolvlm",
     "pad-token": "tokenizer",
     "padding-side": "tokenizer",
     "pad-token-collator": "collator",
