@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextvars
 from typing import Any
 
+from hf_genfix._patcher import hidden_from_warnings
 from hf_genfix.fixes.sliding_window.sliding_window_image_mask import bound_arguments
 
 
@@ -33,3 +34,9 @@ class PositionRelay:
         if position is not None and bound_arguments(wrapped, args, kwargs).get("cache_position") is None:
             kwargs = dict(kwargs, cache_position=position)
         return wrapped(*args, **kwargs)
+
+
+# The wrappers call the release's functions from these frames: warnings.warn(stacklevel=...) in them must step over
+# hf_genfix's frames to reach the user's line, as it does over every wrapper the Patcher installs.
+PositionRelay.around = hidden_from_warnings(PositionRelay.around)  # type: ignore[method-assign]
+PositionRelay.inner = hidden_from_warnings(PositionRelay.inner)  # type: ignore[method-assign]

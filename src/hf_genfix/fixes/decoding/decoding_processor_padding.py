@@ -67,18 +67,20 @@ def _get_logits_processor(wrapped: Any, instance: Any, args: tuple, kwargs: dict
     if getattr(instance.config, "is_encoder_decoder", False):
         return processors
     bound = bound_arguments(wrapped, args, kwargs)
+    theirs = {id(p) for p in (bound.get("logits_processor") or ())}
+    # Only the processors that read the ids: most calls have none, and then nothing is read from the device
+    # (the mask's padding and the eos ids cost a host sync each).
+    rows_read = [p for p in processors if type(p).__name__ in ROW_PROCESSORS and id(p) not in theirs
+                 and not _skips_padding(p)]
+    if not rows_read:
+        return processors
     mask = (bound.get("model_kwargs") or {}).get("attention_mask")
     pads = _left_pads(mask, bound.get("encoder_input_ids"))
     if not pads:
         return processors
     eos = _eos_ids(bound.get("generation_config"))
-    theirs = {id(p) for p in (bound.get("logits_processor") or ())}
     marked = []
-    for processor in processors:
-        if type(processor).__name__ not in ROW_PROCESSORS or id(processor) in theirs:
-            continue
-        if _skips_padding(processor):
-            continue
+    for processor in rows_read:
         vars(processor)[PADS] = (pads, int(mask.shape[1]), eos)
         marked.append(type(processor).__name__)
     if marked and _record.on:
@@ -111,9 +113,10 @@ def _left_pads(mask: Any, prompt: Any) -> list[int] | None:
     real = mask != 0
     pads = (~real).int().cumprod(dim=1).sum(dim=1)  # the leading zeros of each row
     width = mask.shape[1]
-    if not bool((real.sum(dim=1) == width - pads).all()):  # a zero after the first one: not a left padding
+    left = (real.sum(dim=1) == width - pads).all()  # False: a zero after the first one, not a left padding
+    *pads, left = torch.cat([pads, left.reshape(1).to(pads.dtype)]).tolist()  # one host sync for both
+    if not left:
         return None
-    pads = pads.tolist()
     return pads if any(pads) and all(p < width for p in pads) else None
 
 

@@ -124,13 +124,14 @@ def chunk_after_prefix(model: Any, prefix: int, chunk: int, rows: int = 1) -> tu
     from hf_genfix.oracles.decode import prepare_cache_keyword
 
     gen = torch.Generator().manual_seed(prefix * 100 + chunk)
-    ids, n = torch.randint(3, 128, (rows, prefix + chunk), generator=gen), prefix + chunk
+    device = model.device
+    ids, n = torch.randint(3, 128, (rows, prefix + chunk), generator=gen, device="cpu").to(device), prefix + chunk
     with torch.no_grad():
         reference = model(ids, use_cache=False).logits[:, prefix:]
         first = model.prepare_inputs_for_generation(ids[:, :prefix], use_cache=True,
-                                                    cache_position=torch.arange(prefix))
+                                                    cache_position=torch.arange(prefix, device=device))
         cache = model(**first).past_key_values
         inputs = model.prepare_inputs_for_generation(ids[:, prefix:], **{prepare_cache_keyword(): cache},
-                                                     use_cache=True, cache_position=torch.arange(prefix, n))
+                                                     use_cache=True, cache_position=torch.arange(prefix, n, device=device))
         inputs["logits_to_keep"] = 0  # Falcon-H1 asks for the last position only; every fed token is checked
         return model(**inputs).logits, reference
