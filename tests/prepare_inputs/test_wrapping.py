@@ -57,7 +57,10 @@ def test_classes_created_later_are_wrapped_and_unwrapped():
         later = type("LaterForCausalLM", (LlamaForCausalLM,), {
             "prepare_inputs_for_generation": prepare_inputs_for_generation, "__module__": "user_code"})
         # legacy-cache: defined outside transformers, written for past_key_values; no logits_to_keep=None default.
-        assert sorted(patches_on(vars(later)["prepare_inputs_for_generation"])) == ["legacy-cache", "prepare-inputs"]
+        on_later = set(patches_on(vars(later)["prepare_inputs_for_generation"]))
+        # (5.2.0 also: prepare-inputs-full-ids-positions, whose defect is generate()'s, whoever prepares the inputs)
+        assert {"legacy-cache", "prepare-inputs"} <= on_later <= {"legacy-cache", "prepare-inputs",
+                                                                 "prepare-inputs-full-ids-positions"}
     with reverted():
         assert vars(later)["prepare_inputs_for_generation"] is prepare_inputs_for_generation
 
