@@ -1,5 +1,5 @@
 """Fixtures the model-family tests import: the patches decided (their target modules imported) before each test,
-``tiny`` (a tiny model or a skip) and ``upstream_bitwise`` (generate() with a patch and without: bit for bit)."""
+``tiny`` (a tiny model or a skip) and ``assert_upstream_bitwise`` (generate() with a patch and without: bit for bit)."""
 
 from __future__ import annotations
 
@@ -45,8 +45,3 @@ def assert_upstream_bitwise(model, patch: str, ids, **generate):
     assert torch.equal(patched.sequences, upstream.sequences)
     assert all(torch.equal(a, b) for a, b in zip(patched.logits, upstream.logits))
 
-
-@pytest.fixture(scope="session")
-def upstream_bitwise():
-    """``upstream_bitwise(model, patch, ids, **generate)``: see ``assert_upstream_bitwise``."""
-    return assert_upstream_bitwise

@@ -16,7 +16,7 @@ pytest.importorskip("transformers")
 import hf_genfix  # noqa: E402
 from hf_genfix.oracles import DefectObserved, ProbeSkipped  # noqa: E402
 from hf_genfix.oracles import sweep_families as families  # noqa: E402
-from model_fixtures import upstream_bitwise  # noqa: E402,F401 (fixture)
+from model_fixtures import assert_upstream_bitwise  # noqa: E402
 
 
 
@@ -43,6 +43,6 @@ def test_without_the_patch_the_image_is_lost_from_the_second_token(subject):
         families.image_uncached(subject)
 
 
-def test_cached_generation_is_upstream_bitwise(subject, upstream_bitwise):
+def test_cached_generation_is_upstream_bitwise(subject):
     kwargs = subject.batch(subject.prompts(6, seed=3), [subject.image(2)])
-    upstream_bitwise(subject.model, _patch(subject.model_type), kwargs.pop("input_ids"), max_new_tokens=4, **kwargs)
+    assert_upstream_bitwise(subject.model, _patch(subject.model_type), kwargs.pop("input_ids"), max_new_tokens=4, **kwargs)

@@ -17,7 +17,7 @@ transformers = pytest.importorskip("transformers")
 import hf_genfix  # noqa: E402
 from hf_genfix.oracles import check_rows_against_reference, generate_steps, left_pad  # noqa: E402
 from hf_genfix.oracles.sliding import prompts  # noqa: E402
-from model_fixtures import patches_decided, tiny, upstream_bitwise  # noqa: E402,F401 (fixtures)
+from model_fixtures import assert_upstream_bitwise, patches_decided, tiny  # noqa: E402,F401 (fixtures)
 
 PATCH = "model-rwkv-batch"
 
@@ -52,7 +52,7 @@ def test_one_token_step_equals_the_rows_alone(rwkv):
     assert torch.allclose(batch, torch.cat(alone), atol=1e-5)
 
 
-def test_a_batch_of_one_is_upstream_bitwise(rwkv, upstream_bitwise):
+def test_a_batch_of_one_is_upstream_bitwise(rwkv):
     import torch
 
-    upstream_bitwise(rwkv, PATCH, torch.tensor(prompts(7, seed=9)))
+    assert_upstream_bitwise(rwkv, PATCH, torch.tensor(prompts(7, seed=9)))

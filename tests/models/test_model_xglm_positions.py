@@ -16,7 +16,7 @@ import hf_genfix  # noqa: E402
 from hf_genfix._registry import in_range  # noqa: E402
 from hf_genfix.oracles import check_rows_against_reference, generate_steps, left_pad  # noqa: E402
 from hf_genfix.oracles.sliding import prompts  # noqa: E402
-from model_fixtures import patches_decided, tiny, upstream_bitwise  # noqa: E402,F401 (fixtures)
+from model_fixtures import assert_upstream_bitwise, patches_decided, tiny  # noqa: E402,F401 (fixtures)
 
 PATCH = "model-xglm-positions"
 
@@ -52,6 +52,6 @@ def test_uncached_generate_matches_the_no_cache_forward(xglm):
     assert figures["steps_compared"] == 10
 
 
-def test_cached_generate_is_upstream_bitwise(xglm, upstream_bitwise):
+def test_cached_generate_is_upstream_bitwise(xglm):
     ids, mask = left_pad(prompts(7, 4, seed=2))
-    upstream_bitwise(xglm, PATCH, ids, attention_mask=mask)
+    assert_upstream_bitwise(xglm, PATCH, ids, attention_mask=mask)
