@@ -20,13 +20,23 @@ Correction. While ``_beam_search`` runs on a model whose remote-code class defin
 instance gets a ``_reorder_cache`` with 4.53's dispatch: a ``Cache`` is reordered in place by its own
 ``reorder_cache`` and returned; tuples still go to the model's own method, and no cache at all
 (``use_cache=False``, which 5.18 - 5.23 hand to the method as None: ChatGLM's ``TypeError: 'NoneType' object is
-not iterable``) is returned as None, as 4.x never called it then. Taken off the instance afterwards;
-models without their own ``_reorder_cache``, and every model that is not remote code, are passed through.
-"""
+not iterable``) is returned as None, as 4.x never called it then. Models without their own ``_reorder_cache``,
+every model that is not remote code, and an instance that has a ``_reorder_cache`` of its own are passed through.
+
+Threads. The instance attribute is the one place ``generate()`` looks, so another thread using the same model
+sees it while a beam search runs. What it sees is the model's own method for everything but a ``Cache`` (which
+that method cannot take), and the model's own method outright in a thread where this patch is ``disabled()``.
+The attribute stays while any beam search on that instance runs (counted per instance): taken off when the first
+of two concurrent beam searches finished, the second one's next step would get the model's own method again
+and crash."""
 
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Any
+
+from hf_genfix._fork import reset_in_child
 
 from ._remote_code import is_remote
 
@@ -37,27 +47,52 @@ def _own_reorder(cls: type) -> bool:
     return any(is_remote(c) and "_reorder_cache" in vars(c) for c in cls.__mro__)
 
 
+# Model instance -> how many beam searches on it run now with our ``_reorder_cache`` in place.
+_RUNNING: "weakref.WeakKeyDictionary[Any, int]" = weakref.WeakKeyDictionary()
+_LOCK = reset_in_child(threading.Lock())
+
+
 def install(patcher: Any) -> None:
     def beam_search(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-        if instance is None or "_reorder_cache" in vars(instance) or not _own_reorder(type(instance)):
+        if instance is None or not _own_reorder(type(instance)):
             return wrapped(*args, **kwargs)
-        own = instance._reorder_cache
-
-        def _reorder_cache(past_key_values: Any, beam_idx: Any) -> Any:
-            if past_key_values is None:  # use_cache=False: 5.18 - 5.23 call it with the None entry
-                return None
-            if isinstance(past_key_values, (tuple, list)) or not hasattr(past_key_values, "reorder_cache"):
-                return own(past_key_values, beam_idx)
-            past_key_values.reorder_cache(beam_idx)
-            return past_key_values
-
-        vars(instance)["_reorder_cache"] = _reorder_cache
+        with _LOCK:
+            running = _RUNNING.get(instance, 0)
+            if not running and "_reorder_cache" in vars(instance):  # the user's own: left alone
+                running = None
+            elif not running:
+                vars(instance)["_reorder_cache"] = _dispatch(instance._reorder_cache, patcher)
+            if running is not None:
+                _RUNNING[instance] = running + 1
+        if running is None:
+            return wrapped(*args, **kwargs)
         try:
             return wrapped(*args, **kwargs)
         finally:
-            vars(instance).pop("_reorder_cache", None)
+            with _LOCK:
+                left = _RUNNING.pop(instance) - 1
+                if left:
+                    _RUNNING[instance] = left
+                else:
+                    vars(instance).pop("_reorder_cache", None)
 
     patcher.wrap(BEAM_SEARCH, beam_search)
+
+
+def _dispatch(own: Any, patcher: Any) -> Any:
+    """The model's own tuple-era ``_reorder_cache`` ``own`` behind 4.53's dispatch."""
+
+    def _reorder_cache(past_key_values: Any, beam_idx: Any) -> Any:
+        if not patcher.on():  # a thread where this patch is disabled() gets the model's own method
+            return own(past_key_values, beam_idx)
+        if past_key_values is None:  # use_cache=False: 5.18 - 5.23 call it with the None entry
+            return None
+        if isinstance(past_key_values, (tuple, list)) or not hasattr(past_key_values, "reorder_cache"):
+            return own(past_key_values, beam_idx)
+        past_key_values.reorder_cache(beam_idx)
+        return past_key_values
+
+    return _reorder_cache
 
 
 def probe() -> dict[str, Any]:
