@@ -51,7 +51,7 @@ from typing import Any, Callable, Iterator, Sequence
 from ._fork import reset_in_child
 
 SCHEMA = 1
-BUDGET_S = 15.0  # what a quiet 2-core machine takes (12 s measured on 5.24.0) (JSON ``budget_seconds``); information only
+BUDGET_S = 15.0  # a quiet 2-core machine: 13 s measured on 5.24.0 with 74 patches (JSON ``budget_seconds``); information only
 
 # Exit statuses (the module docstring says what each means).
 EXIT_OK, EXIT_FAILING, EXIT_USAGE, EXIT_UNSUPPORTED = 0, 1, 2, 3
@@ -273,6 +273,25 @@ def check_patch(registry: Any, status: Any, manifest: Any) -> PatchReport:
 
 
 # -- the whole run ----------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _one_torch_thread() -> Iterator[None]:
+    """The probes on one torch thread while the plain-program interpreters run beside them (the CLI only: this
+    process is ours). Tiny models gain nothing from a second thread, and two OpenMP threads that wait for each
+    other while those interpreters hold the cores made each probe up to 30 times slower: 17.5 s for doctor on
+    5.24.0 on a quiet 2-core machine, of which 4.3 s for one probe that takes 0.14 s alone."""
+    try:
+        import torch
+    except ImportError:
+        yield
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def import_targets(registry: Any = None) -> str | None:
     """Import every target module of the patches (of ``registry``, the process-wide one by default) so that each
     patch is decided now; returns the transformers version (None when transformers is not installed). A program
@@ -631,7 +650,8 @@ def missing_requirement(device: str = "cpu") -> str | None:
 
 
 def _main(args: argparse.Namespace, registry: Any, setting: Any) -> int:
-    report = diagnose(registry, only=args.patch)
+    with _one_torch_thread():
+        report = diagnose(registry, only=args.patch)
     report["dtype"], report["device"] = setting.dtype, setting.device
     exit_code = EXIT_OK if report["ok"] else EXIT_FAILING
     if args.sweep and report["transformers"] is not None:
