@@ -19,8 +19,8 @@ from hf_genfix.oracles.legacy_models import FAMILIES  # noqa: E402
 # Releases on which the family fails without hf_genfix (measured 4.40.2 .. 5.24.0; docs/remote-code.md).
 FAILS_WITHOUT = {
     "phi3": ">=4.49.0",
-    "deepseek": ">=4.49.0",
-    "minicpm": ">=4.49.0",
+    "deepseek": ">=4.48.0,!=4.48.2,!=4.48.3",  # 4.48.0-4.48.1: is_torch_greater_or_equal_than_1_13
+    "minicpm": ">=4.48.0,!=4.48.2,!=4.48.3",  # 4.48.0-4.48.1: is_torch_greater_or_equal_than_1_13
     "internlm2": ">=4.54.0",
     "chatglm3": ">=4.42.0",
     "chatglm2": ">=4.42.0",

@@ -15,6 +15,11 @@ and names that transformers 5.0.0 removed (4.57.6 has all of them):
   ``PhrasalConstraint`` from ``transformers`` and ``transformers.generation``, and the modules that held them and
   the beam scorers, ``transformers.generation.beam_constraints`` and ``transformers.generation.beam_search``
   (files that copied 4.x generation code import them; 4.57.6 has both modules, 5.0.0 neither).
+- ``is_torch_greater_or_equal_than_1_12``, ``_1_13`` and ``_2_0`` from ``transformers.pytorch_utils``: the
+  real DeepSeek-V2 and MiniCPM modeling files import ``is_torch_greater_or_equal_than_1_13`` at the top. 4.48.0
+  and 4.48.1 removed the three (4.48.2 put them back, 4.49 - 5.24 have them): on those two releases neither file
+  loads. Found by the tox matrix's 4.48.0 env (``ImportError: cannot import name
+  'is_torch_greater_or_equal_than_1_13' from 'transformers.pytorch_utils'``).
 - ``is_flash_attn_greater_or_equal_2_10`` from ``transformers.utils``: DeepSeek-V2/V3, MiniCPM, old Phi-3,
   Phi-3-vision, Florence-2 and moondream2 import it at the top of their modeling file. 5.4.0 alone lacks it
   (5.3.0 has it; 5.5.0 brought it back as a deprecated alias): on 5.4.0 none of them loads.
@@ -24,7 +29,8 @@ Detection (``probe``): the tiny DeepSeek-V2-style and MiniCPM-style remote repos
 
 Correction. While ``get_class_in_module`` executes a remote module, the missing names are set on their modules,
 and taken off again afterwards: the remote module keeps what it imported, nothing else sees them.
-``LogitsWarper`` is 4.48's abstract base (subclasses define ``__call__``; creating one logs 4.48's deprecation
+``LogitsWarper`` is 4.48's abstract base, the ``is_torch_greater_or_equal_than_*`` flags 4.47's booleans (the
+installed torch's base version compared), (subclasses define ``__call__``; creating one logs 4.48's deprecation
 warning), ``is_torch_fx_available()`` has its 4.57 meaning (torch is available), ``is_flash_attn_greater_or_equal_2_10()``
 its 5.3 meaning (flash-attn installed at 2.1.0 or later). 5.0 removed constrained beam search from
 ``generate()``, so the constraint classes are placeholders that can be imported and subclassed but raise
@@ -92,12 +98,27 @@ _FLASH = {"is_flash_attn_greater_or_equal_2_10": lambda: _is_flash_attn_greater_
 
 _WARPER = {"LogitsWarper": _logits_warper}
 
+
+def _torch_at_least(floor: str) -> Any:
+    def flag() -> bool:
+        import torch
+        from packaging import version
+
+        return version.parse(version.parse(torch.__version__).base_version) >= version.parse(floor)
+
+    return flag
+
+
+_TORCH_FLAGS = {f"is_torch_greater_or_equal_than_{v.replace('.', '_')}": _torch_at_least(v)
+                for v in ("1.12", "1.13", "2.0")}
+
 NAMES = {
     "transformers.utils.import_utils": {"is_torch_fx_available": lambda: _is_torch_fx_available, **_FLASH},
     "transformers.utils": {"is_torch_fx_available": lambda: _is_torch_fx_available, **_FLASH},
     "transformers": {**_PLACEHOLDERS, **_WARPER},
     "transformers.generation": {**_PLACEHOLDERS, **_WARPER},
     "transformers.generation.logits_process": dict(_WARPER),
+    "transformers.pytorch_utils": _TORCH_FLAGS,
 }
 
 
