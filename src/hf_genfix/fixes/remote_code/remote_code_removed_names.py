@@ -29,8 +29,8 @@ Detection (``probe``): the tiny DeepSeek-V2-style and MiniCPM-style remote repos
 
 Correction. While ``get_class_in_module`` executes a remote module, the missing names are set on their modules,
 and taken off again afterwards: the remote module keeps what it imported, nothing else sees them.
-``LogitsWarper`` is 4.48's abstract base, the ``is_torch_greater_or_equal_than_*`` flags 4.47's booleans (the
-installed torch's base version compared), (subclasses define ``__call__``; creating one logs 4.48's deprecation
+The ``is_torch_greater_or_equal_than_*`` flags are 4.47's booleans (the installed torch's base version
+compared). ``LogitsWarper`` is 4.48's abstract base (subclasses define ``__call__``; creating one logs 4.48's deprecation
 warning), ``is_torch_fx_available()`` has its 4.57 meaning (torch is available), ``is_flash_attn_greater_or_equal_2_10()``
 its 5.3 meaning (flash-attn installed at 2.1.0 or later). 5.0 removed constrained beam search from
 ``generate()``, so the constraint classes are placeholders that can be imported and subclassed but raise

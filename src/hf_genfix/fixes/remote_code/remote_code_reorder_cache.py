@@ -58,13 +58,12 @@ def install(patcher: Any) -> None:
             return wrapped(*args, **kwargs)
         with _LOCK:
             running = _RUNNING.get(instance, 0)
-            if not running and "_reorder_cache" in vars(instance):  # the user's own: left alone
-                running = None
-            elif not running:
-                vars(instance)["_reorder_cache"] = _dispatch(instance._reorder_cache, patcher)
-            if running is not None:
+            ours = running > 0 or "_reorder_cache" not in vars(instance)  # else the user's own: left alone
+            if ours:
+                if not running:
+                    vars(instance)["_reorder_cache"] = _dispatch(instance._reorder_cache, patcher)
                 _RUNNING[instance] = running + 1
-        if running is None:
+        if not ours:
             return wrapped(*args, **kwargs)
         try:
             return wrapped(*args, **kwargs)
