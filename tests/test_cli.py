@@ -74,8 +74,9 @@ def test_list_with_a_bad_variable_still_prints_the_valid_names():
     assert "HF_GENFIX_RIGHT_PADDING" in {v["name"] for v in data["variables"]}
 
 
-def test_a_program_importing_hf_genfix_still_raises_config_error():
-    proc = subprocess.run([sys.executable, "-c", "import hf_genfix"], env=_env(HF_GENFIX_RIGHT_PADING="on"),
+def test_a_strict_program_importing_hf_genfix_still_raises_config_error():
+    proc = subprocess.run([sys.executable, "-c", "import hf_genfix"],
+                          env=_env(HF_GENFIX_RIGHT_PADING="on", HF_GENFIX_STRICT="on"),
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1
     assert "hf_genfix._config.ConfigError: HF_GENFIX_RIGHT_PADING='on'" in proc.stderr

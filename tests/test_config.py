@@ -43,7 +43,8 @@ values = st.one_of(
 names = st.one_of(
     st.sampled_from(["HF_GENFIX", "HF_GENFIX_STRICT", "HF_GENFIX_LOG", "HF_GENFIX_RIGHT_PADDING",
                      "HF_GENFIX_PAD_TOKEN", "HF_GENFIX_SLIDING_WINDOW_CROP", "HF_GENFIX_SLIDING_WINDOW",
-                     "HF_GENFIX_RIGHT-PADDING", "HF_GENFIXX", "HF_GENFIX_", "PATH", "HF_HOME"]),
+                     "HF_GENFIX_RIGHT-PADDING", "HF_GENFIXX", "HF_GENFIX_", "PATH", "HF_HOME", "hf_genfix",
+                     "Hf_GenFix_Log", "HFGENFIX", "HF_GEN_FIX_PAD_TOKEN", "GENFIX_SUITE", "HF_GENFI"]),
     st.text(alphabet="ABCFGHIKNPRSTX_", min_size=1, max_size=14).map(lambda s: "HF_GENFIX" + s),
 )
 
@@ -54,8 +55,8 @@ def test_every_environment_is_accepted_with_its_meaning_or_rejected(environ):
     expected_enabled, expected_strict, expected_log, expected_toggles, valid = True, False, None, {}, True
     by_name = {"HF_GENFIX_" + pid.upper().replace("-", "_"): pid for pid in IDS}
     for name, value in environ.items():
-        if name != "HF_GENFIX" and not name.startswith("HF_GENFIX_"):
-            continue
+        if not name.upper().replace("_", "").replace("-", "").startswith("HFGENFIX"):
+            continue  # not ours, nor ours misspelt (any case, any underscores): ignored
         if name == "HF_GENFIX":
             got = expected_bool(value, True)
             valid &= got is not None
@@ -98,10 +99,52 @@ def test_error_names_variable_value_accepted_values_and_closest_name():
     assert isinstance(info.value, ValueError)
 
 
-def test_malformed_environment_fails_the_import_before_anything_is_patched():
+_STATES = """
+    import json, sys
+    import hf_genfix, hf_genfix.workers
+    import transformers.generation.utils  # a target module of several patches: they would be installed here
+    hooks = [f for f in sys.meta_path if type(f).__module__.startswith("hf_genfix")]
+    records = hf_genfix.status()
+    print(json.dumps({"hooks": len(hooks), "states": sorted({r.state for r in records}),
+                      "reasons": sorted({r.reason for r in records}),
+                      "installed": sum(bool(hf_genfix._default().installed(r.id)) for r in records),
+                      "config_error": hf_genfix.workers.report()["config_error"]}))
+"""
+
+
+@pytest.mark.parametrize("variable, value, closest", [
+    ("HF_GENFIX", "offf", "off"),                         # a typo while switching it off
+    pytest.param("HF_GENFIX", "perhaps", None, marks=pytest.mark.slow),
+    ("HF_GENFIX_RIGHT_PADING", "on", "HF_GENFIX_RIGHT_PADDING"),
+    pytest.param("HF_GENFIX_PAD_TOKEN", "sometimes", None, marks=pytest.mark.slow),
+    ("hf_genfix", "off", "HF_GENFIX"),                    # environment names are case-sensitive
+    pytest.param("HF_GENFIXX", "off", "HF_GENFIX", marks=pytest.mark.slow),
+])
+def test_mistyped_environment_keeps_the_program_running_upstream_with_one_error_line(variable, value, closest):
+    """A mistyped variable never takes the user's program (or a torchrun rank) down: hf_genfix stays inactive
+    (nothing hooked, no patch installed: exactly upstream), says so in one ERROR line naming the variable and the
+    closest accepted name or value, and every status() record carries the reason."""
+    from conftest import run_json, run_python
+
+    env = {variable: value}
+    proc = run_python("import hf_genfix", env=env)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert f"{variable}={value!r}" in lines[0] and "inactive" in lines[0] and "upstream" in lines[0]
+    if closest:
+        assert closest in lines[0]
+    got = run_json(_STATES, env=env)
+    assert got["hooks"] == 0 and got["installed"] == 0, got
+    assert got["states"] == ["disabled"], got
+    assert all(f"{variable}={value!r}" in reason for reason in got["reasons"]), got
+    assert f"{variable}={value!r}" in got["config_error"]
+
+
+def test_strict_keeps_the_fail_fast_configerror_before_anything_is_hooked():
     from conftest import run_python
 
-    proc = run_python("import hf_genfix", env={"HF_GENFIX": "perhaps"})
+    proc = run_python("import hf_genfix", env={"HF_GENFIX": "perhaps", "HF_GENFIX_STRICT": "on"})
     assert proc.returncode != 0
     assert "ConfigError" in proc.stderr and "HF_GENFIX='perhaps'" in proc.stderr
     proc = run_python("""
@@ -113,5 +156,28 @@ def test_malformed_environment_fails_the_import_before_anything_is_patched():
         # nothing was hooked: a failed configuration never half-activates
         hooks = [f for f in sys.meta_path if type(f).__module__.startswith("hf_genfix")]
         print(len(hooks), "hf_genfix._registry" in sys.modules)
-    """, env={"HF_GENFIX_NO_SUCH_PATCH": "on"})
-    assert proc.stdout.split()[0] == "0", proc.stderr
+    """, env={"HF_GENFIX_NO_SUCH_PATCH": "on", "HF_GENFIX_STRICT": "1"})
+    assert proc.stdout.split() == ["0", "False"], proc.stderr
+
+
+def test_a_patch_switched_on_under_hf_genfix_off_is_warned_about():
+    from conftest import run_python
+
+    proc = run_python("import hf_genfix", env={"HF_GENFIX": "off", "HF_GENFIX_RIGHT_PADDING": "on"})
+    assert proc.returncode == 0
+    assert "HF_GENFIX=off overrides HF_GENFIX_RIGHT_PADDING=on" in proc.stderr
+    quiet = run_python("import hf_genfix", env={"HF_GENFIX": "off", "HF_GENFIX_RIGHT_PADDING": "off"})
+    assert quiet.stderr == ""
+
+
+def test_the_command_still_exits_2_in_one_line_on_a_mistyped_variable():
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("HF_GENFIX")}
+    for variable, value in (("HF_GENFIX", "offf"), ("hf_genfix", "off")):
+        proc = subprocess.run([sys.executable, "-m", "hf_genfix", "list"], capture_output=True, text=True,
+                              env={**env, variable: value}, timeout=120)
+        assert proc.returncode == 2, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and f"{variable}={value!r}" in proc.stderr

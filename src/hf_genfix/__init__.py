@@ -1,7 +1,8 @@
 """hf_genfix: keeps Hugging Face ``generate()`` correct across transformers releases.
 
-``import hf_genfix`` reads the HF_GENFIX* environment once (``ConfigError`` on a bad value, before anything is
-hooked) and waits for transformers; it imports neither torch nor transformers. Once transformers is imported, the
+``import hf_genfix`` reads the HF_GENFIX* environment once (a mistyped name or value: hf_genfix stays inactive,
+one ERROR line says why and ``status()`` too; ``ConfigError`` instead under ``HF_GENFIX_STRICT=on``) and waits for
+transformers; it imports neither torch nor transformers. Once transformers is imported, the
 patch manifests are loaded and their target modules hooked: each patch is decided when its target modules are
 imported (or at once, if they already were), and only patches whose defect the installed release really has are
 installed. See ``hf_genfix.status()`` and ``hf-genfix list``.
@@ -145,11 +146,13 @@ if "_loaded_before" not in globals():
 try:
     _activation.activate()
 except ConfigError:
-    # The `hf-genfix` command reports a bad environment itself, in one line (and `hf-genfix list` still lists
-    # the valid names); anywhere else a bad environment stops the import before anything is hooked.
+    # Only under HF_GENFIX_STRICT=on. The `hf-genfix` command reports a bad environment itself, in one line (and
+    # `hf-genfix list` still lists the valid names); a strict program stops at the import, before anything is hooked.
     if not _launched_as_cli():
         raise
 else:
+    if not _launched_as_cli():  # the command says it in its own line, and exits 2
+        _activation.report()
     if _activation.config().log_level == "debug":
         from . import _record
 

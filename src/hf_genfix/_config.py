@@ -1,7 +1,9 @@
 """The environment toggles, read once when hf_genfix is imported.
 
-Parsing is all-or-nothing: a malformed value or an ``HF_GENFIX_*`` name that matches no patch raises
-``ConfigError`` before a single hook is registered, so a typo never leaves a half-activated process.
+Parsing is all-or-nothing: a malformed value, an ``HF_GENFIX_*`` name that matches no patch, or a name that is
+ours misspelt (``hf_genfix``, ``HF_GENFIXX``, ``HF_GEN_FIX_...``) is a ``ConfigError`` before a single hook is
+registered, so a typo never leaves a half-activated process. What a program does with that error is
+``_activation``'s choice (``Config.inactive``): stay exactly upstream and say so; the ``hf-genfix`` command exits 2.
 """
 
 from __future__ import annotations
@@ -64,15 +66,43 @@ def env_name(patch_id: str) -> str:
     return f"{PREFIX}_{patch_id.upper().replace('-', '_')}"
 
 
-class Config:
-    """What the environment asked for. ``toggles`` maps patch id -> "auto" | "on" | "off" (absent: "auto")."""
+def is_ours(name: str) -> bool:
+    """Whether an environment variable's name is an hf_genfix setting, or one misspelt: any case, any
+    underscores (``hf_genfix``, ``HF_GENFIXX``, ``HFGENFIX_LOG``, ``HF_GEN_FIX_RIGHT_PADDING``). Environment
+    names are case-sensitive, so ``hf_genfix=off`` would otherwise be ignored without a word while the user
+    believes hf_genfix is off."""
+    return name.upper().replace("_", "").replace("-", "").startswith("HFGENFIX")
 
-    __slots__ = ("enabled", "strict", "log_level", "toggles")
+
+class Config:
+    """What the environment asked for. ``toggles`` maps patch id -> "auto" | "on" | "off" (absent: "auto").
+
+    ``error`` is the ``ConfigError`` that made this config inactive (``Config.inactive``), else None;
+    ``notes`` are the warnings parsing raised (an explicit per-patch ``on`` that ``HF_GENFIX=off`` overrides)."""
+
+    __slots__ = ("enabled", "strict", "log_level", "toggles", "error", "notes")
 
     def __init__(self, enabled: bool = True, strict: bool = False, log_level: str | None = None,
-                 toggles: Mapping[str, str] | None = None):
+                 toggles: Mapping[str, str] | None = None, error: ConfigError | None = None,
+                 notes: tuple = ()):
         self.enabled, self.strict, self.log_level = enabled, strict, log_level
         self.toggles = dict(toggles or {})
+        self.error, self.notes = error, tuple(notes)
+
+    @classmethod
+    def inactive(cls, error: ConfigError, environ: Mapping[str, str]) -> "Config":
+        """The config of a program whose environment was rejected: no patch is installed (the process runs
+        exactly upstream's code), and every status says why. ``HF_GENFIX_LOG`` is still honoured where it
+        parses, so a debugging user keeps their log level."""
+        level = environ.get(f"{PREFIX}_LOG", "").strip().lower()
+        return cls(enabled=False, log_level=level if level in _LOG_LEVELS else None, error=error)
+
+    def off_reason(self) -> str:
+        """Why no patch is installed when ``enabled`` is False."""
+        if self.error is None:
+            return "HF_GENFIX=off"
+        return (f"{self.error.variable}={self.error.value!r} is not accepted, so hf_genfix installed no patch "
+                f"(upstream behaviour): {self.error}")
 
     def __repr__(self) -> str:
         return (f"Config(enabled={self.enabled}, strict={self.strict}, log_level={self.log_level!r}, "
@@ -87,7 +117,7 @@ class Config:
         known = [PREFIX] + [f"{PREFIX}_{r}" for r in RESERVED] + sorted(by_name)
         enabled, strict, log_level, toggles = True, False, None, {}
         for name in sorted(environ):
-            if name != PREFIX and not name.startswith(PREFIX + "_"):
+            if not is_ours(name):
                 continue
             raw = environ[name]
             value = raw.strip().lower()
@@ -108,7 +138,7 @@ class Config:
             else:
                 import difflib
 
-                close = difflib.get_close_matches(name, known, n=1, cutoff=0.0)
+                close = difflib.get_close_matches(name.upper(), known, n=1, cutoff=0.0)
                 # One short line: the closest name, and where the full list is (``accepted`` still has it).
                 raise ConfigError(
                     f"{name}={raw!r}: no hf_genfix patch or setting has this name"
@@ -116,7 +146,16 @@ class Config:
                     + " `hf-genfix list` prints every name.",
                     name, raw, tuple(known), close[0] if close else None,
                 )
-        return cls(enabled=enabled, strict=strict, log_level=log_level, toggles=toggles)
+        notes = ()
+        forced_on = sorted(env_name(pid) for pid, toggle in toggles.items() if toggle == "on")
+        if not enabled and forced_on:
+            notes = (f"{PREFIX}=off overrides {', '.join(forced_on)}=on: no patch is installed",)
+        return cls(enabled=enabled, strict=strict, log_level=log_level, toggles=toggles, notes=notes)
+
+
+def strict_requested(environ: Mapping[str, str]) -> bool:
+    """``HF_GENFIX_STRICT`` is on, read on its own (the rest of the environment may not parse)."""
+    return environ.get(f"{PREFIX}_STRICT", "").strip().lower() in _TRUE
 
 
 def _boolean(name: str, raw: str, value: str, *, default: bool) -> bool:

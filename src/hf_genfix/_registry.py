@@ -95,7 +95,7 @@ class Registry:
         _fork.hold_across_fork(self._lock, self._after_fork_in_child)
         for entry in self._entries.values():
             if not config.enabled:
-                entry.state, entry.reason = DISABLED, "HF_GENFIX=off"
+                entry.state, entry.reason = DISABLED, config.off_reason()
             elif config.toggle(entry.manifest.id) == "off":
                 entry.state, entry.reason = DISABLED, f"{env_name(entry.manifest.id)}=off"
             else:
@@ -230,7 +230,7 @@ class Registry:
         forced = any(m.id in block for block in self._forcing)
         toggle = "on" if forced else self.config.toggle(m.id)
         if not self.config.enabled and not forced:
-            return False, DISABLED, "HF_GENFIX=off"
+            return False, DISABLED, self.config.off_reason()
         if toggle == "off":
             return False, DISABLED, f"{env_name(m.id)}=off"
         if version is None:

@@ -63,13 +63,13 @@ def environment_problems(environ: Any = None) -> list[Any]:
     """A ``ConfigError`` for each ``HF_GENFIX*`` variable of ``environ`` that hf_genfix rejects (each checked
     on its own, so every bad one is named)."""
     from ._config import patch_ids
-    from ._config import PREFIX, Config, ConfigError
+    from ._config import Config, ConfigError, is_ours
 
     environ = os.environ if environ is None else environ
     ids = patch_ids()
     problems = []
     for name in sorted(environ):
-        if name == PREFIX or name.startswith(PREFIX + "_"):
+        if is_ours(name):
             try:
                 Config.from_environ({name: environ[name]}, ids)
             except ConfigError as exc:
@@ -85,7 +85,8 @@ def variables() -> list[tuple[str, str, str]]:
     switch = "on, off (also 1/0, true/false, yes/no)"
     rows = [
         (PREFIX, switch, "off: install no patch"),
-        (f"{PREFIX}_STRICT", switch, "on: a patch that cannot be installed raises hf_genfix.PatchError"),
+        (f"{PREFIX}_STRICT", switch, "on: a patch that cannot be installed raises hf_genfix.PatchError, and a "
+                                     "mistyped HF_GENFIX* variable raises ConfigError at import"),
         (f"{PREFIX}_LOG", "debug, info, warning, error",
          "level of the hf_genfix logger; info: one summary line; debug: also each decision and every call a "
          "patch changes"),

@@ -38,8 +38,8 @@ def setup(*_args: Any) -> None:
     ``DataLoader(worker_init_fn=hf_genfix.workers.setup)`` (the worker id it passes is ignored), Ray's
     ``worker_process_setup_hook`` (``ray_runtime_env()`` names it). The work is done by the import that loading
     this function by reference makes in the worker: ``import hf_genfix`` reads the worker's ``HF_GENFIX*``
-    environment (``ConfigError`` on a bad value, which fails the worker's start-up rather than letting it run
-    without the fixes) and hooks transformers before the worker runs any task. The call has nothing left to do."""
+    environment (a mistyped variable leaves the worker running upstream's code with one ERROR line, as in any
+    program; ``report()``'s ``config_error`` says so) and hooks transformers before the worker runs any task. The call has nothing left to do."""
 
 
 def toggles(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -80,7 +80,8 @@ def ray_runtime_env(runtime_env: Mapping[str, Any] | None = None,
 def report() -> dict[str, Any]:
     """This process's hf_genfix state, as plain data a worker can send back (picklable, JSON-able).
 
-    ``pid``; ``python`` (the interpreter); ``enabled`` (False under ``HF_GENFIX=off``); ``toggles`` (the ``HF_GENFIX*`` variables this process
+    ``pid``; ``python`` (the interpreter); ``enabled`` (False under ``HF_GENFIX=off`` or a rejected environment);
+    ``config_error`` (why the environment was rejected, else None); ``toggles`` (the ``HF_GENFIX*`` variables this process
     read); ``states`` (patch id -> state, as ``hf_genfix.status()``); ``loaded_before``: the patches' target
     modules that were already imported when hf_genfix was, in this process. Their classes are patched in place
     since then, but calls made before ran upstream's code: a worker started the documented way has none, one
@@ -95,6 +96,7 @@ def report() -> dict[str, Any]:
         "pid": os.getpid(),
         "python": sys.executable,
         "enabled": _activation.config().enabled,
+        "config_error": str(_activation.config().error) if _activation.config().error is not None else None,
         "toggles": toggles(),
         "states": {r.id: r.state for r in records},
         "loaded_before": sorted(targets & before),
