@@ -22,7 +22,7 @@ import sys
 from typing import Any, Mapping
 
 from . import _activation
-from ._config import PREFIX
+from ._config import is_ours
 
 __all__ = ["setup", "ray_runtime_env", "toggles", "report"]
 
@@ -43,9 +43,10 @@ def setup(*_args: Any) -> None:
 
 
 def toggles(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The ``HF_GENFIX*`` variables of ``environ`` (default: this process's environment), to hand to workers."""
+    """The ``HF_GENFIX*`` variables of ``environ`` (default: this process's environment), to hand to workers;
+    misspelt ones too (``hf_genfix=off``), so that a worker is inactive, and says why, where its driver is."""
     environ = os.environ if environ is None else environ
-    return {k: v for k, v in environ.items() if k == PREFIX or k.startswith(PREFIX + "_")}
+    return {k: v for k, v in environ.items() if is_ours(k)}
 
 
 def ray_runtime_env(runtime_env: Mapping[str, Any] | None = None,
