@@ -44,7 +44,7 @@ names = st.one_of(
     st.sampled_from(["HF_GENFIX", "HF_GENFIX_STRICT", "HF_GENFIX_LOG", "HF_GENFIX_RIGHT_PADDING",
                      "HF_GENFIX_PAD_TOKEN", "HF_GENFIX_SLIDING_WINDOW_CROP", "HF_GENFIX_SLIDING_WINDOW",
                      "HF_GENFIX_RIGHT-PADDING", "HF_GENFIXX", "HF_GENFIX_", "PATH", "HF_HOME", "hf_genfix",
-                     "Hf_GenFix_Log", "HFGENFIX", "HF_GEN_FIX_PAD_TOKEN", "GENFIX_SUITE", "HF_GENFI"]),
+                     "Hf_GenFix_Log", "HFGENFIX", "HF_GEN_FIX_PAD_TOKEN", "GENFIX_SUITE", "HF_GENFI", "_HF_GENFIX_RUN_PID"]),
     st.text(alphabet="ABCFGHIKNPRSTX_", min_size=1, max_size=14).map(lambda s: "HF_GENFIX" + s),
 )
 
@@ -55,8 +55,8 @@ def test_every_environment_is_accepted_with_its_meaning_or_rejected(environ):
     expected_enabled, expected_strict, expected_log, expected_toggles, valid = True, False, None, {}, True
     by_name = {"HF_GENFIX_" + pid.upper().replace("-", "_"): pid for pid in IDS}
     for name, value in environ.items():
-        if not name.upper().replace("_", "").replace("-", "").startswith("HFGENFIX"):
-            continue  # not ours, nor ours misspelt (any case, any underscores): ignored
+        if name.startswith("_") or not name.upper().replace("_", "").replace("-", "").startswith("HFGENFIX"):
+            continue  # not ours, nor ours misspelt (any case, any underscores), or private: ignored
         if name == "HF_GENFIX":
             got = expected_bool(value, True)
             valid &= got is not None

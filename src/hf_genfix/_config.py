@@ -70,8 +70,9 @@ def is_ours(name: str) -> bool:
     """Whether an environment variable's name is an hf_genfix setting, or one misspelt: any case, any
     underscores (``hf_genfix``, ``HF_GENFIXX``, ``HFGENFIX_LOG``, ``HF_GEN_FIX_RIGHT_PADDING``). Environment
     names are case-sensitive, so ``hf_genfix=off`` would otherwise be ignored without a word while the user
-    believes hf_genfix is off."""
-    return name.upper().replace("_", "").replace("-", "").startswith("HFGENFIX")
+    believes hf_genfix is off. A name that starts with ``_`` is private (``_HF_GENFIX_RUN_PID``: ``hf-genfix run``
+    talking to its children), not a setting."""
+    return not name.startswith("_") and name.upper().replace("_", "").replace("-", "").startswith("HFGENFIX")
 
 
 class Config:
