@@ -6,7 +6,9 @@ not needed on this release is probed once, without it: a defect there means the 
 wrong. The probes run in this one process by switching the registry. Doctor imports every target module, which a
 user's program does not: so each installed patch is also looked up in a fresh interpreter running the smallest
 program that meets its defect (``hf_genfix.oracles.user_programs``, one interpreter per distinct program, run
-while the probes do); a patch installed here but not there is ``unprotected``.
+while the probes do); a patch installed here but not there is ``unprotected``. Those interpreters start in a private
+empty folder, with ``-P`` on Python 3.11+ (``hf_genfix._child``): nothing in the folder doctor runs from is
+imported.
 
 The exit status is non-zero when an installed patch's probe still fails, when a probe shows the defect on a
 release its manifest calls unaffected (``catalog wrong``), when a needed patch could not be installed and the
@@ -590,7 +592,9 @@ def main(argv: Sequence[str] | None = None, registry: Any = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the report as JSON (every patch, both runs)")
     parser.add_argument("--verbose", "-v", action="store_true",
                         help="also print every patch: its state, what its probe saw without and with it, its verdict")
-    parser.add_argument("--output", metavar="FILE", help="also write the JSON report to FILE")
+    parser.add_argument("--output", metavar="FILE",
+                        help="also write the JSON report to FILE (its folder must exist; FILE is replaced whole "
+                             "once the checks are done, never left half-written)")
     parser.add_argument("--patch", action="append", default=[], metavar="ID", help="check only these patches")
     parser.add_argument("--sweep", action="store_true",
                         help="also run the general oracles over every decoder-only, encoder-decoder and image-text "
