@@ -6,7 +6,9 @@ not needed on this release is probed once, without it: a defect there means the 
 wrong. The probes run in this one process by switching the registry. Doctor imports every target module, which a
 user's program does not: so each installed patch is also looked up in a fresh interpreter running the smallest
 program that meets its defect (``hf_genfix.oracles.user_programs``, one interpreter per distinct program, run
-while the probes do); a patch installed here but not there is ``unprotected``.
+while the probes do); a patch installed here but not there is ``unprotected``. Those interpreters start in a private
+empty folder, with ``-P`` on Python 3.11+ (``hf_genfix._child``): nothing in the folder doctor runs from is
+imported.
 
 The exit status is non-zero when an installed patch's probe still fails, when a probe shows the defect on a
 release its manifest calls unaffected (``catalog wrong``), when a needed patch could not be installed and the
@@ -20,7 +22,9 @@ the exit status.
 ``--differential`` also runs every scenario without hf_genfix and compares (never worse than upstream).
 
 Exit status: 0 every patch checks out; 1 a failing patch (above), or a new defect with ``--sweep``; 2 a usage
-error, or what the probes need is missing (torch, or the ``--device`` asked for), said in one line; 3 the
+error (every argument is checked before the first probe: an ``--output`` whose folder is missing or takes no file,
+an unknown ``--patch``, ``--dtype``, ``--arch`` or ``--scenario``, a bad number), what the probes need is missing
+(torch, or the ``--device`` asked for), or the report could not be written at the end; each said in one line; 3 the
 installed transformers is outside the range hf_genfix has verified (older than the oldest or newer than the newest
 release of the matrix): the checks still run and are reported, but their findings are about a release nobody
 verified.
@@ -35,11 +39,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import contextvars
+import difflib
 import importlib
 import inspect
 import json
+import math
+import os
 import platform
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -425,13 +433,9 @@ def diagnose(registry: Any = None, only: Sequence[str] = (),
     start = time.perf_counter()
     version = import_targets(registry)
     manifests = {m.id: m for m in registry.manifests()}
-    unknown = [p for p in only if p not in manifests]
-    if unknown:
-        import difflib
-
-        hints = [f"{p} (did you mean {close[0]}?)" if close else p
-                 for p in unknown for close in [difflib.get_close_matches(p, list(manifests), n=1)]]
-        raise UsageError(f"--patch: no patch has the id {', '.join(hints)}; `hf-genfix list` prints every id")
+    problem = unknown_patches(only, registry)
+    if problem:
+        raise UsageError(problem)
     from .catalog import outside_verified, verified_range
 
     patches: list[PatchReport] = []
@@ -560,10 +564,27 @@ def _legend(patches: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+class _Parser(argparse.ArgumentParser):
+    """Every usage error in one line on stderr, exit status 2 (argparse prints the whole usage first)."""
+
+    def error(self, message: str) -> Any:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
 def main(argv: Sequence[str] | None = None, registry: Any = None) -> int:
     from .oracles.precision import DTYPES  # what dtype_name accepts, for the --dtype help
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="hf-genfix doctor",
         description="Run every patch's probe on this install: does the defect reproduce without the patch, "
                     "does the patch fix it.",
@@ -571,7 +592,9 @@ def main(argv: Sequence[str] | None = None, registry: Any = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the report as JSON (every patch, both runs)")
     parser.add_argument("--verbose", "-v", action="store_true",
                         help="also print every patch: its state, what its probe saw without and with it, its verdict")
-    parser.add_argument("--output", metavar="FILE", help="also write the JSON report to FILE")
+    parser.add_argument("--output", metavar="FILE",
+                        help="also write the JSON report to FILE (its folder must exist; FILE is replaced whole "
+                             "once the checks are done, never left half-written)")
     parser.add_argument("--patch", action="append", default=[], metavar="ID", help="check only these patches")
     parser.add_argument("--sweep", action="store_true",
                         help="also run the general oracles over every decoder-only, encoder-decoder and image-text "
@@ -580,7 +603,7 @@ def main(argv: Sequence[str] | None = None, registry: Any = None) -> int:
                         help="with --sweep: only these model types (repeatable)")
     parser.add_argument("--scenario", action="append", default=[], metavar="NAME",
                         help="with --sweep: only these scenarios (repeatable)")
-    parser.add_argument("--sweep-budget", type=float, default=None, metavar="SECONDS",
+    parser.add_argument("--sweep-budget", type=_seconds, default=None, metavar="SECONDS",
                         help="with --sweep: stop starting new architectures after this many seconds")
     parser.add_argument("--differential", action="store_true",
                         help="with --sweep: also run every scenario without hf_genfix and compare the outputs "
@@ -595,24 +618,124 @@ def main(argv: Sequence[str] | None = None, registry: Any = None) -> int:
     parser.add_argument("--device", default="cpu", metavar="DEVICE",
                         help="run the probes on DEVICE (default cpu; e.g. cuda, cuda:1)")
     args = parser.parse_args(list(argv or []))
-    if (args.differential or args.quick) and not args.sweep:
-        parser.error("--differential and --quick go with --sweep")
-    missing = missing_requirement(args.device)
-    if missing:
-        sys.stderr.write(f"hf-genfix doctor: {missing}\n")
-        return EXIT_USAGE
-
+    # Every argument is checked before any work (a probe, an import of the targets): a mistake costs one line and
+    # exit status 2 at once, not minutes of probes and then a traceback.
+    sweep_only = [flag for flag, given in (("--differential", args.differential), ("--quick", args.quick),
+                                           ("--arch", args.arch), ("--scenario", args.scenario),
+                                           ("--sweep-budget", args.sweep_budget is not None)) if given]
+    if sweep_only and not args.sweep:
+        parser.error(f"{', '.join(sweep_only)} go{'es' if len(sweep_only) == 1 else ''} with --sweep")
     from .oracles.precision import dtype_name, precision
 
     try:
         dtype = dtype_name(args.dtype)
     except ValueError as exc:
-        parser.error(str(exc))
+        parser.error(f"--dtype: {exc}")
+    problem = (output_problem(args.output) if args.output is not None else None) or unknown_patches(
+        args.patch, registry)
+    if problem:
+        parser.error(problem)
+    missing = missing_requirement(args.device)
+    if missing:
+        sys.stderr.write(f"hf-genfix doctor: {missing}\n")
+        return EXIT_USAGE
+    problem = sweep_problem(args.arch, args.scenario) if args.sweep else None
+    if problem:
+        parser.error(problem)
     with precision(dtype, args.device) as setting:
         try:
             return _main(args, registry, setting)
         except UsageError as exc:
             parser.error(str(exc))
+
+
+def output_problem(path: str) -> str | None:
+    """Why the report cannot be written to ``path`` (checked before any probe runs), or None.
+
+    The report replaces ``path`` atomically (a file written beside it, then renamed), so its folder must exist
+    and take a new file: doctor creates no folders (a typo would create them silently). An existing device or
+    pipe (``/dev/stdout``) is written directly."""
+    if not path:
+        return "--output: no file named"
+    target = Path(path)
+    if target.is_dir():
+        return f"--output {path}: is a folder; name a file"
+    if target.exists() and not target.is_file():
+        return None if os.access(target, os.W_OK) else f"--output {path}: cannot be written"
+    folder = target.parent
+    if not folder.is_dir():
+        if folder.exists():
+            return f"--output {path}: {folder} is not a folder"
+        return f"--output {path}: the folder {folder} does not exist (doctor creates no folders)"
+    try:
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        return f"--output {path}: cannot create a file in {folder} ({exc.strerror or exc})"
+    os.close(fd)
+    os.unlink(probe)
+    return None
+
+
+def write_report(report: dict[str, Any], path: str) -> None:
+    """Write the JSON report to ``path`` atomically: a reader (or an interrupted run) sees the old file or the
+    whole new one, never a truncated report."""
+    text = json.dumps(report, indent=2) + "\n"
+    target = Path(path)
+    if target.exists() and not target.is_file():  # a device or a pipe: nothing to replace
+        with open(target, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        umask = os.umask(0)  # mkstemp makes the file 0600; a report is as readable as any file the user writes
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def unknown_patches(only: Sequence[str], registry: Any = None) -> str | None:
+    """The ``--patch`` ids no manifest of ``registry`` has (with the closest id), or None."""
+    if not only:
+        return None
+    import hf_genfix
+
+    ids = [m.id for m in (registry if registry is not None else hf_genfix._default()).manifests()]
+    unknown = [p for p in only if p not in ids]
+    if not unknown:
+        return None
+    hints = [f"{p} (did you mean {close[0]}?)" if close else p
+             for p in unknown for close in [difflib.get_close_matches(p, ids, n=1)]]
+    return f"--patch: no patch has the id {', '.join(hints)}; `hf-genfix list` prints every id"
+
+
+def sweep_problem(archs: Sequence[str], scenarios: Sequence[str]) -> str | None:
+    """The ``--arch`` / ``--scenario`` names the sweep does not know on this release, or None."""
+    import importlib.util
+
+    if importlib.util.find_spec("transformers") is None:
+        return None
+    from .oracles.sweep import SCENARIOS
+
+    for name in scenarios:
+        if name not in SCENARIOS:
+            close = difflib.get_close_matches(name, list(SCENARIOS), n=1)
+            return f"--scenario: the sweep has no scenario {name}" + (
+                f" (did you mean {close[0]}?)" if close else f"; it has {', '.join(SCENARIOS)}")
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    bad = [a for a in archs if a not in CONFIG_MAPPING_NAMES]
+    if bad:
+        return (f"--arch: transformers {_dist_version('transformers')} has no model type {', '.join(bad)} "
+                "(a model type is config.json's model_type: llama, gpt2, ...)")
+    return None
 
 
 def missing_requirement(device: str = "cpu") -> str | None:
@@ -667,15 +790,20 @@ def _main(args: argparse.Namespace, registry: Any, setting: Any) -> int:
             )
         if sweep_mod.failed(report["sweep"]):
             exit_code = EXIT_FAILING
-    if args.output:
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        with open(args.output, "w", encoding="utf-8") as fh:
-            json.dump(report, fh, indent=2)
-            fh.write("\n")
+    failed_write = None
+    if args.output is not None:
+        try:
+            write_report(report, args.output)
+        except OSError as exc:  # checked before the probes; the disk can still fill up meanwhile
+            failed_write = (f"hf-genfix doctor: --output {args.output}: the report could not be written "
+                            f"({exc.strerror or exc}); the file is as it was\n")
     if args.json:
         json.dump(report, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         print(render_text(report, verbose=args.verbose))
+    if failed_write:
+        sys.stderr.write(failed_write)
+        return EXIT_USAGE
     # Outside the verified range a failure is as likely the release's API as a defect: say which it is not.
     return EXIT_UNSUPPORTED if report.get("unsupported") else exit_code

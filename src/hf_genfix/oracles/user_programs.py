@@ -18,6 +18,8 @@ import subprocess
 import sys
 from typing import Any, Iterable, Mapping
 
+from hf_genfix import _child
+
 # program name -> the lines a program meeting the defect runs after `import hf_genfix, transformers`.
 PROGRAMS: dict[str, str] = {
     # A tokenizer loaded for batched inputs (pad-token, padding-side).
@@ -126,9 +128,11 @@ _ALL = "*"
 # The forking interpreter (argv[1]: {program name: its lines}). Each child runs _CHILD's code on its program and
 # leaves its JSON in a file; the parent prints {program name: that JSON} as one line. The assert keeps the promise
 # that the children start as fresh interpreters would, as far as hf_genfix and transformers go.
+# The third-party libraries every program's `import transformers` imports anyway, imported once before forking.
+PRELOADED = ("torch", "numpy", "safetensors", "tokenizers", "huggingface_hub", "jinja2", "yaml", "regex", "tqdm")
 _FORKING = """
 import importlib, json, os, sys, tempfile
-for lib in ("torch", "numpy", "safetensors", "tokenizers", "huggingface_hub", "jinja2", "yaml", "regex", "tqdm"):
+for lib in PRELOADED:
     try:
         importlib.import_module(lib)
     except Exception:
@@ -162,7 +166,7 @@ for name, pid in children.items():
         results[name] = {"error": f"the program's interpreter failed (wait status {status})", "states": {}}
 os.rmdir(out_dir)
 print(json.dumps(results))
-""".replace("CHILD", repr(_CHILD))
+""".replace("CHILD", repr(_CHILD)).replace("PRELOADED", repr(PRELOADED))
 
 
 def program_for(patch_id: str, family: str) -> str | None:
@@ -185,7 +189,9 @@ class PlainRun:
                  timeout: float = 120.0):
         self.timeout = timeout
         self.program_of = {pid: program_for(pid, family) for pid, family in patches}
-        env = dict(os.environ if environ is None else environ)
+        # The children import nothing from the folder doctor runs in (a planted uuid.py or transformers.py would
+        # run there): private empty working directory, -P, PYTHONPATH entries made absolute (hf_genfix._child).
+        env = _child.environ(environ)
         # The child imports the hf_genfix this process runs, wherever it was imported from.
         here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = os.pathsep.join([here] + [p for p in [env.get("PYTHONPATH")] if p])
@@ -193,14 +199,15 @@ class PlainRun:
         names = sorted({p for p in self.program_of.values() if p})
         if hasattr(os, "fork") and names:
             # One interpreter for all (see the class docstring), its results keyed by program.
-            self._procs[_ALL] = subprocess.Popen(
-                [sys.executable, "-c", _FORKING, json.dumps({name: PROGRAMS[name] for name in names})], env=env,
+            self._procs[_ALL] = _child.popen(
+                _child.argv(sys.executable, "-c", _FORKING, json.dumps({name: PROGRAMS[name] for name in names})),
+                env=env,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             )
             return
         for name in names:
-            self._procs[name] = subprocess.Popen(
-                [sys.executable, "-c", _CHILD, PROGRAMS[name]], env=env, stdout=subprocess.PIPE,
+            self._procs[name] = _child.popen(
+                _child.argv(sys.executable, "-c", _CHILD, PROGRAMS[name]), env=env, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, text=True,
             )
 

@@ -11,6 +11,7 @@ fetched them, so this never adds a network round trip, and a file that is not th
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 from typing import Any, Callable, Mapping
@@ -65,7 +66,10 @@ def is_decoder_only(config: Mapping[str, Any] | None) -> bool:
     """
     if not config or config.get("is_encoder_decoder"):
         return False
-    from transformers.models.auto import modeling_auto as auto
+    # The module itself, not the attribute of transformers.models.auto: without torch, 5.x's lazy package hands
+    # out a placeholder for it whose every attribute raises "Please install PyTorch", while the module only holds
+    # the name tables (plain data, no torch needed; a tokenizer needs no torch either).
+    auto = importlib.import_module("transformers.models.auto.modeling_auto")
 
     causal = getattr(auto, "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", {})
     architectures = config.get("architectures") or []

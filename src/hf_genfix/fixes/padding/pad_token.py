@@ -34,6 +34,10 @@ directories it saved such a tokenizer to (while the directory still holds the ``
 there), so that the round trip pads as the tokenizer did before it. Another process reloading a tokenizer saved
 alone gets what upstream gives, no pad token.
 
+Without torch. A tokenizer needs no torch, and neither does this patch: the causal-LM names are read from
+``transformers.models.auto.modeling_auto`` itself (5.x's lazy package hands out a placeholder for it without
+torch). Where the decoder-only guess fails anyway, a WARNING says so once and the tokenizer is left as loaded.
+
 Training: the collator half (``DataCollatorForLanguageModeling``, transformers#23530) is the separate patch
 ``pad-token-collator``, installed when ``transformers.data.data_collator`` is imported: an inference program
 never imports that module, and this patch must not wait for it.
@@ -85,8 +89,12 @@ def _from_pretrained(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> 
     repo = repo_of(args, kwargs)
     try:
         decoder_only = is_decoder_only(model_config(repo, kwargs)) or bool(_saved.recall(repo, kwargs))
-    except Exception:  # noqa: BLE001 - a failed guess must never fail the user's load
-        log.debug("hf_genfix pad-token: could not read the model config of %r", repo, exc_info=True)
+    except Exception as exc:  # noqa: BLE001 - a failed guess must never fail the user's load
+        # Said once at WARNING: the patch is applied yet does nothing for this load, which status() cannot show.
+        _once("no-guess", logging.WARNING, "hf_genfix pad-token: could not tell whether %s is a decoder-only model "
+              "(%s: %s); its tokenizer is left as transformers loads it", repo, type(exc).__name__,
+              str(exc).strip().splitlines()[0] if str(exc).strip() else "")
+        log.debug("hf_genfix pad-token: reading the model config of %r failed", repo, exc_info=True)
         return tokenizer
     if decoder_only:
         _give_pad_token(tokenizer, repo)
