@@ -8,8 +8,9 @@ imported (or at once, if they already were), and only patches whose defect the i
 installed. See ``hf_genfix.status()`` and ``hf-genfix list``.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here nor in _activation, _config, _hooks: a program's `import hf_genfix`
+# runs them, and a `__future__.py` in the program's folder would be imported in place of the standard library's.
+# Annotations that name type-only imports are strings instead.
 from . import _activation
 from ._config import ConfigError
 from ._errors import Drift, HFGenfixWarning, ManifestError, PatchError
@@ -44,11 +45,11 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-def _default() -> Registry:
+def _default() -> "Registry":
     return _activation.registry()
 
 
-def status() -> list[PatchStatus]:
+def status() -> "list[PatchStatus]":
     """One record per known patch: id, state, reason, targets, affected range, transformers version, and the
     calls it saw and changed while recording was on (see ``recording()``)."""
     records = _default().status()
@@ -62,7 +63,7 @@ def status() -> list[PatchStatus]:
             for r in records]
 
 
-def recording() -> ContextManager[Any]:
+def recording() -> "ContextManager[Any]":
     """``with hf_genfix.recording() as rec:`` -- inside the block, every call a patch changes is recorded:
     ``rec.lines`` has one line per changed call ("right-padding: realigned 3 of 8 rows"), ``rec.counts`` maps
     patch id -> (calls seen, calls changed), and ``status()`` counts them too. Off outside the block (unless
@@ -84,12 +85,12 @@ def revert() -> None:
     _activation.revert()
 
 
-def disabled(*patch_ids: str) -> ContextManager[None]:
+def disabled(*patch_ids: str) -> "ContextManager[None]":
     """``with hf_genfix.disabled("right-padding"):`` -- those patches (all when none named) are off inside."""
     return _default().disabled(*patch_ids)
 
 
-def forced(*patch_ids: str) -> ContextManager[None]:
+def forced(*patch_ids: str) -> "ContextManager[None]":
     """``with hf_genfix.forced("prepare-inputs"):`` -- install them even where the release is not affected."""
     return _default().forced(*patch_ids)
 
@@ -103,7 +104,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
     # The registry needs wrapt and packaging, the helpers torch: none is loaded until first used.
     if name in _LAZY:
         import importlib

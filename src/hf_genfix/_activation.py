@@ -7,8 +7,6 @@ manifests, wrapt and packaging, and watch the patches' target modules: a program
 transformers pays for a directory listing and an environment scan, nothing more.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 
@@ -19,12 +17,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ._registry import Registry
 
-_config: Config | None = None
-_registry: Registry | None = None
+_config: "Config | None" = None
+_registry: "Registry | None" = None
 _wanted = False  # activate() was called and revert() has not been since
 
 
-def config() -> Config:
+def config() -> "Config":
     """The environment's config, parsed once.
 
     A rejected environment (a mistyped name or value) does not take the program down: ddtrace and
@@ -49,9 +47,11 @@ def config() -> Config:
 def report() -> None:
     """Say what the environment made of hf_genfix: one ERROR line for a rejected environment, one WARNING per
     note (the ``hf-genfix`` command prints its own line instead and does not call this)."""
+    cfg = config()
+    if cfg.error is None and not cfg.notes:
+        return
     import logging
 
-    cfg = config()
     log = logging.getLogger("hf_genfix")
     if cfg.error is not None:
         message = str(cfg.error).rstrip(".")
@@ -62,7 +62,7 @@ def report() -> None:
         log.warning("hf_genfix: %s", note)
 
 
-def registry() -> Registry:
+def registry() -> "Registry":
     """The process-wide registry, created on first need (it survives ``importlib.reload(hf_genfix)``)."""
     global _registry
     if _registry is None:

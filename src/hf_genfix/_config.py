@@ -6,8 +6,6 @@ registered, so a typo never leaves a half-activated process. What a program does
 ``_activation``'s choice (``Config.inactive``): stay exactly upstream and say so; the ``hf-genfix`` command exits 2.
 """
 
-from __future__ import annotations
-
 # Kept to the standard library's always-loaded modules: this runs on `import hf_genfix`, whose budget is 5 ms.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,7 +27,7 @@ class ConfigError(ValueError):
     ``closest`` (the closest accepted value or known name, or None) let ``hf-genfix`` say it in one line."""
 
     def __init__(self, message: str, variable: str = "", value: str = "", accepted: tuple = (),
-                 closest: str | None = None):
+                 closest: "str | None" = None):
         super().__init__(message)
         self.variable, self.value, self.accepted, self.closest = variable, value, tuple(accepted), closest
 
@@ -47,11 +45,11 @@ def manifest_dir() -> str:
     return os.path.join(os.path.dirname(os.path.dirname(here)), "patches")
 
 
-def patch_ids() -> list[str]:
+def patch_ids() -> "list[str]":
     """The ids of the shipped patches (a manifest's file name is its id; tests/test_manifests.py checks it)."""
     import os
 
-    names: list[str] = []
+    names: "list[str]" = []
     try:
         with os.scandir(manifest_dir()) as entries:  # patches/<family>/<id>.toml
             for entry in entries:
@@ -83,15 +81,15 @@ class Config:
 
     __slots__ = ("enabled", "strict", "log_level", "toggles", "error", "notes")
 
-    def __init__(self, enabled: bool = True, strict: bool = False, log_level: str | None = None,
-                 toggles: Mapping[str, str] | None = None, error: ConfigError | None = None,
+    def __init__(self, enabled: bool = True, strict: bool = False, log_level: "str | None" = None,
+                 toggles: "Mapping[str, str] | None" = None, error: "ConfigError | None" = None,
                  notes: tuple = ()):
         self.enabled, self.strict, self.log_level = enabled, strict, log_level
         self.toggles = dict(toggles or {})
         self.error, self.notes = error, tuple(notes)
 
     @classmethod
-    def inactive(cls, error: ConfigError, environ: Mapping[str, str]) -> "Config":
+    def inactive(cls, error: "ConfigError", environ: "Mapping[str, str]") -> "Config":
         """The config of a program whose environment was rejected: no patch is installed (the process runs
         exactly upstream's code), and every status says why. ``HF_GENFIX_LOG`` is still honoured where it
         parses, so a debugging user keeps their log level."""
@@ -113,7 +111,7 @@ class Config:
         return self.toggles.get(patch_id, "auto")
 
     @classmethod
-    def from_environ(cls, environ: Mapping[str, str], patch_ids: Iterable[str]) -> "Config":
+    def from_environ(cls, environ: "Mapping[str, str]", patch_ids: "Iterable[str]") -> "Config":
         by_name = {env_name(pid): pid for pid in patch_ids}
         known = [PREFIX] + [f"{PREFIX}_{r}" for r in RESERVED] + sorted(by_name)
         enabled, strict, log_level, toggles = True, False, None, {}
@@ -154,7 +152,7 @@ class Config:
         return cls(enabled=enabled, strict=strict, log_level=log_level, toggles=toggles, notes=notes)
 
 
-def strict_requested(environ: Mapping[str, str]) -> bool:
+def strict_requested(environ: "Mapping[str, str]") -> bool:
     """``HF_GENFIX_STRICT`` is on, read on its own (the rest of the environment may not parse)."""
     return environ.get(f"{PREFIX}_STRICT", "").strip().lower() in _TRUE
 
@@ -170,7 +168,7 @@ def _boolean(name: str, raw: str, value: str, *, default: bool) -> bool:
     raise _bad(name, raw, _TRUE + _FALSE)
 
 
-def _bad(name: str, raw: str, accepted: Iterable[str]) -> ConfigError:
+def _bad(name: str, raw: str, accepted: "Iterable[str]") -> "ConfigError":
     import difflib
 
     accepted = tuple(accepted)

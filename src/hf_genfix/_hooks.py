@@ -6,8 +6,6 @@ module, so a module that is re-imported after a failed import (strict mode) or r
 ``importlib.reload`` is decided again. It knows nothing of patches: the registry and ``_activation`` listen.
 """
 
-from __future__ import annotations
-
 import sys
 from _thread import get_ident
 
@@ -57,7 +55,7 @@ class _WatchFinder:
     """On ``sys.meta_path``: finds a watched module through the other finders and wraps its loader."""
 
     def __init__(self) -> None:
-        self._busy: set[tuple[int, str]] = set()  # per thread: another finder may ask meta_path again
+        self._busy: "set[tuple[int, str]]" = set()  # per thread: another finder may ask meta_path again
 
     def find_spec(self, fullname: str, path: object = None, target: object = None) -> object:
         key = (get_ident(), fullname)
