@@ -8,6 +8,7 @@ patches/<family>/*.toml, and docs/api.md, the API reference, from the docstrings
 from __future__ import annotations
 
 import ast
+import copy
 import contextlib
 import io
 import os
@@ -79,9 +80,19 @@ def _doc(node: ast.AST) -> str:
     return text
 
 
+def _annotation(node: ast.AST) -> str:
+    # The core's modules quote their type-only annotations (no `from __future__ import annotations` there: see
+    # hf_genfix/__init__.py); the reference shows the type, not the string.
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ast.unparse(node)
+
+
 def _signature(node: ast.FunctionDef) -> str:
+    node = copy.deepcopy(node)
+    for arg in node.args.posonlyargs + node.args.args + node.args.kwonlyargs + [node.args.vararg, node.args.kwarg]:
+        if arg is not None and arg.annotation is not None:
+            arg.annotation = ast.Name(_annotation(arg.annotation))
     args = ast.unparse(node.args)
-    returns = f" -> {ast.unparse(node.returns)}" if node.returns else ""
+    returns = f" -> {_annotation(node.returns)}" if node.returns else ""
     return f"{node.name}({args}){returns}"
 
 
