@@ -989,22 +989,34 @@ def _model_line(model: str, rows: Sequence[Mapping[str, Any]], tok: Mapping[str,
     return line
 
 
-def tokenizer_facts(now: Mapping[str, Any], there: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The checkpoint's tokenizer as each release loads it (pad token, padding side, chat template), and what
-    changed between them; None when the folder has no tokenizer."""
-    a, b = now.get("tokenizer"), there.get("tokenizer")
-    if not a and not b:
+FACTS = ("pad_token", "pad_token_id", "padding_side", "eos_token", "chat_template", "error")  # not the class
+
+
+def tokenizer_facts(runs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The checkpoint's tokenizer as each release loads it (pad token, padding side, chat template), with
+    hf_genfix (``now``, ``there``) and without it, and what changed between the releases in either (a class
+    renamed across releases is not a change a program sees); None when the folder has no tokenizer."""
+    if not any(r.get("tokenizer") for r in runs.values()):
         return None
-    a, b = a or {}, b or {}
-    changed = {k: [a.get(k), b.get(k)] for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
-    desc = "tokenizer " + ("with chat template" if b.get("chat_template") else "without chat template")
+    facts = {run: {k: v for k, v in (runs.get(run, {}).get("tokenizer") or {}).items() if k in FACTS}
+             for run in ("now-on", "there-on", "now-off", "there-off")}
+    changed = {}
+    for label, (a, b) in (("", ("now-on", "there-on")), ("upstream ", ("now-off", "there-off"))):
+        for k in FACTS:
+            x, y = facts[a].get(k), facts[b].get(k)
+            if x != y:
+                changed[f"{label}{k}"] = [x, y]
+    b = facts["there-on"]
     if "error" in b:
         desc = f"tokenizer fails to load there: {b['error']}"
     else:
-        desc += f", pad {b.get('pad_token')!r}, padding {b.get('padding_side')}"
+        desc = (f"tokenizer {'with' if b.get('chat_template') else 'without'} chat template, pad "
+                f"{b.get('pad_token')!r}, padding {b.get('padding_side')}")
+        if facts["there-off"].get("pad_token") != b.get("pad_token"):
+            desc += f" (pad {facts['there-off'].get('pad_token')!r} without hf_genfix)"
     if changed:
         desc += "; CHANGED: " + ", ".join(f"{k} {v[0]!r} -> {v[1]!r}" for k, v in changed.items())
-    return {"now": a, "there": b, "changed": changed, "summary": desc}
+    return {"now": facts["now-on"], "there": b, "changed": changed, "summary": desc}
 
 
 def render(result: Mapping[str, Any], verbose: bool = False) -> str:
@@ -1246,7 +1258,7 @@ def check(version: str, models: Sequence[str] = (), trust_remote_code: bool = Fa
                 runs[model] = {run: f.result() for run, f in futures.items()}
                 for pid, n in patch_calls(runs[model]["there-on"]).items():
                     used[pid] = used.get(pid, 0) + n
-                tok = tokenizer_facts(runs[model]["now-on"], runs[model]["there-on"])
+                tok = tokenizer_facts(runs[model])
                 if tok is not None:
                     tokenizers[model] = tok
             result["models"] = compare_models(runs, families)

@@ -421,8 +421,8 @@ def test_the_scenarios_go_through_the_folders_tokenizer(tmp_path):
     tokenizers = pytest.importorskip("tokenizers")
     from hf_genfix import upgrade_scenarios
 
-    words = "the quick brown fox jumps over lazy dog and then hello , user".split()
-    vocab = {w: i for i, w in enumerate(["<unk>", "<s>", "</s>"] + words)}
+    words = "The the quick brown fox jumps over lazy dog and then Hello , user".split()
+    vocab = {w: i for i, w in enumerate(["<unk>", "<s>", "</s>", "<pad>"] + words)}
     tk = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="<unk>"))
     tk.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
     ckpt = tmp_path / "llama"
@@ -432,19 +432,26 @@ def test_the_scenarios_go_through_the_folders_tokenizer(tmp_path):
     transformers.PreTrainedTokenizerFast(tokenizer_object=tk, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
                                          padding_side="left").save_pretrained(ckpt)
     left = upgrade_scenarios.run(str(ckpt))
-    assert left["tokenizer"]["pad_token"] is None and left["tokenizer"]["padding_side"] == "left"
+    # hf_genfix is active in this process: pad-token gives the tokenizer its eos as pad token where it applies;
+    # without it, padding raises upstream's "no padding token" error, which the scenario reports.
+    assert left["tokenizer"]["pad_token"] in (None, "</s>") and left["tokenizer"]["padding_side"] == "left"
     assert "tokenizer-batch" in left["scenarios"] and "chat-template" not in left["scenarios"]
-    # Without hf_genfix, padding without a pad token raises (upstream); the scenario reports it.
-    assert "error" in left["scenarios"]["tokenizer-batch"] or left["scenarios"]["tokenizer-batch"]["tokens"]
+    batch = left["scenarios"]["tokenizer-batch"]
+    assert ("padding token" in batch["error"]) if left["tokenizer"]["pad_token"] is None else batch["tokens"]
     config = json.loads((ckpt / "tokenizer_config.json").read_text())
-    config.update(pad_token="<unk>")
+    config.update(pad_token="<pad>")
     (ckpt / "tokenizer_config.json").write_text(json.dumps(config))
-    padded_left = upgrade_scenarios.run(str(ckpt))
-    config.update(padding_side="right")
-    (ckpt / "tokenizer_config.json").write_text(json.dumps(config))
-    padded_right = upgrade_scenarios.run(str(ckpt))
-    facts = upgrade.tokenizer_facts(padded_left, padded_right)
-    assert facts["changed"] == {"padding_side": ["left", "right"]}
+    import hf_genfix
+
+    with hf_genfix.disabled():  # upstream: with hf_genfix, right-padding makes both sides give the same tokens
+        padded_left = upgrade_scenarios.run(str(ckpt))
+        config.update(padding_side="right")
+        (ckpt / "tokenizer_config.json").write_text(json.dumps(config))
+        padded_right = upgrade_scenarios.run(str(ckpt))
+    facts = upgrade.tokenizer_facts({"now-on": padded_left, "there-on": padded_right, "now-off": padded_left,
+                                     "there-off": padded_right})
+    assert facts["changed"] == {"padding_side": ["left", "right"], "upstream padding_side": ["left", "right"]}
+    assert "CHANGED: padding_side 'left' -> 'right'" in facts["summary"]
     c = upgrade.compare_scenario(padded_left["scenarios"]["tokenizer-batch"],
                                  padded_right["scenarios"]["tokenizer-batch"])
     assert c["result"] == "differs" and c["first_step"] == 0
