@@ -1050,7 +1050,8 @@ def render(result: Mapping[str, Any], verbose: bool = False) -> str:
         if shown:
             out += ["", "your models (with hf_genfix on both releases; 'upstream' = without hf_genfix):"] + shown
         if hidden:
-            out.append(f"  ({hidden} scenarios differ without hf_genfix and are identical with it: --verbose)")
+            out.append(f"  ({hidden} scenarios differ or fail between the releases without hf_genfix and are "
+                       "identical with it: --verbose)")
     used = result["summary"].get("patches_used") or {}
     rows = [p for p in result["patches"] if verbose or p["unexplained"] or p["id"] in used]
     if rows:
