@@ -68,14 +68,12 @@ class _Recorder:
     def pytest_runtest_logreport(self, report: Any) -> None:
         nodeid = _pasteable(self.config, report.nodeid)
         entry = self.tests.setdefault(nodeid, {"outcome": "passed"})
-        if report.when == "call" and report.outcome == "skipped" or report.when == "setup" and report.skipped:
-            entry["outcome"] = "skipped"
+        if report.skipped and report.when in ("setup", "call"):
+            entry["outcome"] = "skipped"  # a skip, or an xfail (pytest reports it as skipped with wasxfail)
         elif report.failed:
             # a failing setup or teardown is an error (as pytest counts it), a failing call a failure
             entry["outcome"] = "failed" if report.when == "call" else "error"
             entry.setdefault("lines", _failure_lines(report))
-        if report.when == "call" and getattr(report, "wasxfail", None) is not None:
-            entry["outcome"] = "skipped"  # an xfail is neither evidence nor a regression
 
     def pytest_sessionfinish(self, session: Any) -> None:
         counts = {}

@@ -264,12 +264,29 @@ def test_a_failing_test_has_its_lines_a_pasteable_id_and_a_rerun_command(tmp_pat
 
         def test_ok():
             pass
+
+        @pytest.fixture
+        def broken():
+            raise RuntimeError("fixture broke")
+
+        def test_setup_error(broken):
+            pass
+
+        def test_skip():
+            pytest.skip("not here")
+
+        @pytest.mark.xfail
+        def test_xfail():
+            assert False
         """))
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     monkeypatch.chdir(tmp_path / "tests")  # run from a subfolder: ids relative to it, not to the rootdir
     out = upgrade.run_pytest(sys.executable, ["sub"], tmp_path / "r.json")
     tid = "sub/test_cache.py::TestCache::test_legacy_index[1]"
-    assert out["outcomes"] == {tid: "failed", "sub/test_cache.py::test_ok": "passed"}
+    assert out["outcomes"] == {tid: "failed", "sub/test_cache.py::test_ok": "passed",
+                               "sub/test_cache.py::test_setup_error": "error", "sub/test_cache.py::test_skip": "skipped",
+                               "sub/test_cache.py::test_xfail": "skipped"}
+    assert "E       RuntimeError: fixture broke" in out["lines"]["sub/test_cache.py::test_setup_error"]
     [reg] = upgrade.explain_regressions([tid], out, sys.executable)
     assert reg["error"] == "TypeError: 'DynamicCache' object is not subscriptable"
     assert "sub/test_cache.py:7" in reg["lines"]
