@@ -890,6 +890,8 @@ def explain_regressions(ids: Sequence[str], there: Mapping[str, Any], python: st
                 if module.startswith(where.split("::")[0]) or where in ("", "."):
                     lines = [f"(not collected: {where or 'the session'} failed to collect)"] + list(err)
                     break
+        if not lines and not there["outcomes"]:  # pytest ran nothing there: what it printed last says why
+            lines = [f"(pytest ran no test there, exit {there.get('exit')})"] + list(there.get("output_tail") or [])
         error = next((ln[1:].strip() for ln in lines if ln.startswith("E ") and ln[1:].strip()), None)
         out.append({"id": t, "there": outcome, "error": error or (lines[0] if lines else outcome), "lines": lines,
                     "rerun": rerun_command(python, t, cwd_on_path)})

@@ -231,6 +231,14 @@ def test_a_model_that_runs_on_neither_release_is_no_evidence_and_never_a_pass():
     assert upgrade.summarize("5.24.0", "4.57.6", [], _rows("ran"), None)["verdict"] == "pass"
 
 
+def test_a_candidate_where_pytest_runs_nothing_says_why_for_each_missing_test():
+    there = {"outcomes": {}, "lines": {}, "collect_errors": {}, "exit": 4,
+             "output_tail": ["ERROR: usage: python -m pytest", "error: unrecognized arguments: --foo"]}
+    [reg] = upgrade.explain_regressions(["t.py::a"], there, "/env/bin/python")
+    assert reg["there"] == "missing" and reg["lines"][0] == "(pytest ran no test there, exit 4)"
+    assert "unrecognized arguments: --foo" in reg["lines"][-1]
+
+
 def test_no_test_run_is_no_evidence():
     tests = {"now": {}, "there": {}, "regressions": [], "exit_now": 4, "output_now": ["ERROR: file not found: tst"]}
     s = upgrade.summarize("5.24.0", "4.57.6", [], None, tests)
