@@ -7,6 +7,10 @@ each environment (the release you run and the candidate), with hf_genfix active 
 compares the JSON files in the parent. Prompts are token ids drawn from the model's vocabulary with a fixed seed
 (no tokenizer is needed, and a tokenizer change across releases cannot hide a generation change).
 
+Where the folder holds a tokenizer, two more scenarios go through it as a program would: its pad token, its
+padding side, its chat template. A changed pad token or padding side changes their input ids, so the parent sees
+the difference; what each release loads (pad token, padding side, chat template) is written too.
+
 The scenarios, and the patch families that can account for a difference in each:
 """
 
@@ -34,7 +38,17 @@ SCENARIOS: dict[str, tuple[str, tuple[str, ...]]] = {
                           COMMON + ("padding",)),
     "save-reload": ("save_pretrained to a temporary folder, from_pretrained again, greedy", COMMON),
 }
-__doc__ += "\n".join(f"\n- ``{name}``: {what}" for name, (what, _) in SCENARIOS.items())
+# Only where the checkpoint folder holds a tokenizer (a file ``AutoTokenizer`` reads).
+TOKENIZER_SCENARIOS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "tokenizer-batch": ("two texts through the folder's tokenizer, padding=True (its pad token and padding side), "
+                        "greedy", COMMON + ("padding",)),
+    "chat-template": ("one user message through the tokenizer's chat template (add_generation_prompt=True), "
+                      "greedy; only where it has one", COMMON + ("padding",)),
+}
+ALL_SCENARIOS = {**SCENARIOS, **TOKENIZER_SCENARIOS}
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "vocab.txt")
+TEXTS = ["The quick brown fox jumps over the lazy dog, and then", "Hello"]
+__doc__ += "\n".join(f"\n- ``{name}``: {what}" for name, (what, _) in ALL_SCENARIOS.items())
 
 
 def _prompts(vocab: int, special: set[int]) -> tuple[list[int], list[int]]:
@@ -57,6 +71,7 @@ def run(path: str, trust_remote_code: bool = False) -> dict[str, Any]:
         with _seen() as seen:
             model = load(path)
         out["load_patches_seen"] = seen()
+        out["patch_calls"] = seen.calls
     except Exception as exc:  # noqa: BLE001 - reported, the parent compares it
         out["error"] = _error(exc)
         return out
@@ -98,6 +113,27 @@ def run(path: str, trust_remote_code: bool = False) -> dict[str, Any]:
                                                     output_scores=True),
         "save-reload": save_reload,
     }
+    tokenizer = _tokenizer(path, trust_remote_code, out)
+    if tokenizer is not None:
+        def through_tokenizer() -> Any:
+            if tokenizer is _FAILED:
+                raise RuntimeError(f"the tokenizer does not load: {out['tokenizer']['error']}")
+            enc = tokenizer(TEXTS, padding=True, return_tensors="pt")
+            enc = {k: enc[k] for k in ("input_ids", "attention_mask") if k in enc}  # no token_type_ids
+            return model.generate(**enc, max_new_tokens=NEW_TOKENS, do_sample=False, return_dict_in_generate=True,
+                                  output_scores=True)
+
+        cases["tokenizer-batch"] = through_tokenizer
+        if tokenizer is not _FAILED and getattr(tokenizer, "chat_template", None):
+            def chat() -> Any:
+                enc = tokenizer.apply_chat_template([{"role": "user", "content": TEXTS[0]}],
+                                                    add_generation_prompt=True, return_tensors="pt",
+                                                    return_dict=True)
+                enc = {k: enc[k] for k in ("input_ids", "attention_mask") if k in enc}
+                return model.generate(**enc, max_new_tokens=NEW_TOKENS, do_sample=False,
+                                      return_dict_in_generate=True, output_scores=True)
+
+            cases["chat-template"] = chat
     for name, case in cases.items():
         with _seen() as seen:
             try:
@@ -110,22 +146,52 @@ def run(path: str, trust_remote_code: bool = False) -> dict[str, Any]:
             except Exception as exc:  # noqa: BLE001 - a failing scenario is a result
                 out["scenarios"][name] = {"error": _error(exc)}
         out["scenarios"][name]["patches_seen"] = seen()
+        out["scenarios"][name]["patch_calls"] = seen.calls
     out["patches"] = _patch_states()
     return out
 
 
+_FAILED = object()
+
+
+def _tokenizer(path: str, trust_remote_code: bool, out: dict[str, Any]) -> Any:
+    """The folder's tokenizer (None when it has none; ``_FAILED`` when it does not load, which the tokenizer
+    scenarios then report as their error), and its facts in ``out["tokenizer"]``."""
+    if not any(os.path.exists(os.path.join(path, f)) for f in TOKENIZER_FILES):
+        return None
+    import transformers
+
+    try:
+        tok = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+    except Exception as exc:  # noqa: BLE001 - reported, the parent compares it
+        out["tokenizer"] = {"error": _error(exc)}
+        return _FAILED
+    out["tokenizer"] = {"class": type(tok).__name__, "pad_token": tok.pad_token, "pad_token_id": tok.pad_token_id,
+                        "padding_side": tok.padding_side, "eos_token": tok.eos_token,
+                        "chat_template": bool(getattr(tok, "chat_template", None))}
+    return tok
+
+
 class _seen:
     """``with _seen() as seen: ...; seen()``: the patches whose wrappers were called inside the block (empty
-    without hf_genfix); the parent prefers them when it looks for the patch that accounts for a difference."""
+    without hf_genfix); the parent prefers them when it looks for the patch that accounts for a difference, and
+    names them (``seen.calls``: patch id -> calls) as the patches your models go through."""
 
-    def __enter__(self) -> Callable[[], list[str]]:
+    def __enter__(self) -> "_seen":
         self._rec = None
         if "hf_genfix" in sys.modules:
             import hf_genfix
 
             self._cm = hf_genfix.recording()
             self._rec = self._cm.__enter__()
-        return lambda: sorted(pid for pid, (calls, _) in self._rec.counts.items() if calls) if self._rec else []
+        return self
+
+    @property
+    def calls(self) -> dict[str, int]:
+        return {pid: n for pid, (n, _) in self._rec.counts.items() if n} if self._rec is not None else {}
+
+    def __call__(self) -> list[str]:
+        return sorted(self.calls)
 
     def __exit__(self, *exc: Any) -> None:
         if self._rec is not None:

@@ -104,46 +104,45 @@ def test_a_difference_is_explained_only_by_a_patch_of_its_family_whose_state_cha
     assert rows["greedy"]["with"]["result"] == "identical" and not rows["greedy"]["unexplained"]
     summary = upgrade.summarize("5.24.0", "4.57.6", upgrade.compare_patches(NOW, NOW), list(rows.values()), None)
     assert summary["identical"] == len(SCENARIOS) - 2 and summary["differ"] == 2 and summary["unexplained"] == 1
-    assert summary["lines"][1] == f"your models: {len(SCENARIOS) - 2} of {len(SCENARIOS)} scenarios identical, " \
-                                  "2 differ (1 unexplained)"
+    assert summary["lines"][1] == f"  model m: {len(SCENARIOS) - 2} of {len(SCENARIOS)} scenarios identical with " \
+                                  "hf_genfix, 2 differ (1 unexplained)"
     assert summary["unsafe"]
+
+
+def _tests(now, there, regs=()):
+    return {"now": now, "there": there, "output_now": [], "exit_now": 0,
+            "regressions": [{"id": t, "there": there.get(t, "missing"), "error": "TypeError: x", "lines": ["E   TypeError: x"],
+                             "rerun": f"cd /p && /env/bin/python -m hf_genfix run -- /env/bin/python -m pytest {t}"}
+                            for t in regs]}
 
 
 def test_the_summary_comes_first_and_says_what_to_decide():
     patches = upgrade.compare_patches(NOW, THERE)
-    tests = {"now": {"t::a": "passed", "t::b": "passed"}, "there": {"t::a": "passed", "t::b": "failed"},
-             "regressions": ["t::b"]}
-    s = upgrade.summarize("5.24.0", "4.57.6", patches, [], tests)
-    assert s["lines"][0] == ("upgrade to 5.24.0 (from 4.57.6): 3 patches will apply (still, new-there, broken)")
-    assert s["lines"][-2] == "your tests: 1 regressions (2 tests run now, 2 on 5.24.0)"
-    assert s["unsafe"] and s["patches_unexplained"] == ["grows", "broken"]
-    text = upgrade.render({"from": "4.57.6", "to": "5.24.0", "summary": s, "patches": patches, "models": None,
-                           "tests": tests})
+    tests = _tests({"t.py::a": "passed", "t.py::b": "passed"}, {"t.py::a": "passed", "t.py::b": "failed"},
+                   ["t.py::b"])
+    s = upgrade.summarize("5.24.0", "4.57.6", patches, None, tests, {"still": 12})
+    assert s["lines"][0] == "upgrade to 5.24.0 (from 4.57.6)"
+    assert s["lines"][1:4] == ["  your tests: 1 regression (2 of 2 pass on 4.57.6; 2 run on 5.24.0)",
+                               "    t.py::b: TypeError: x",
+                               "  patches your tests go through on 5.24.0: still (12 calls)"]
+    assert s["lines"][4].startswith("  hf_genfix on 5.24.0: 3 patches apply (2 not called by what was run here); "
+                                    "2 need a decision: grows (range must grow), broken (broken there)")
+    assert s["unsafe"] and s["patches_unexplained"] == ["grows", "broken"] and s["verdict"] == "unsafe"
+    result = {"from": "4.57.6", "to": "5.24.0", "summary": s, "patches": patches, "models": None, "tests": tests}
+    text = upgrade.render(result)
     assert text.startswith("upgrade to 5.24.0") and "grows: range must grow [UNEXPLAINED]" in text
-    assert "quiet" not in text and "signature drift" not in text  # not decisions: --verbose only
-    verbose = upgrade.render({"from": "4.57.6", "to": "5.24.0", "summary": s, "patches": patches,
-                              "models": None, "tests": tests}, verbose=True)
-    assert "quiet: unchanged" in verbose and "signature drift" in verbose
+    assert "      E   TypeError: x" in text and "rerun there: cd /p && /env/bin/python -m hf_genfix run" in text
+    assert "still: still present" in text  # the patch the tests go through
+    assert "quiet" not in text and "new-there" not in text and "signature drift" not in text  # --verbose only
+    verbose = upgrade.render(result, verbose=True)
+    assert "quiet: unchanged" in verbose and "signature drift" in verbose and "new-there: applies there" in verbose
     calm = upgrade.summarize("5.24.0", "4.57.6", upgrade.compare_patches(NOW, NOW), [], None)
     assert not calm["unsafe"] and calm["lines"][-1] == "verdict: nothing unexplained changed"
 
 
-def test_junit_reports_give_the_regressions(tmp_path):
-    xml = tmp_path / "r.xml"
-    xml.write_text('<testsuites><testsuite><testcase classname="t" name="a"/>'
-                   '<testcase classname="t" name="b"><failure message="x"/></testcase>'
-                   '<testcase classname="t" name="c"><skipped/></testcase>'
-                   '<testcase classname="t" name="d"><error message="x"/></testcase></testsuite></testsuites>')
-    there = upgrade.read_junit(xml)
-    assert there == {"t::a": "passed", "t::b": "failed", "t::c": "skipped", "t::d": "error"}
-    now = {"t::a": "passed", "t::b": "passed", "t::c": "passed", "t::d": "passed", "t::e": "passed",
-           "t::f": "failed"}
-    assert upgrade.regressions(now, there) == ["t::b", "t::d", "t::e"]  # e: missing there
-
-
 @pytest.mark.parametrize("argv, message", [
     ([], "required"),
-    (["5.24.0", "--model", "/no/such/folder"], "not a folder"),
+    (["5.24.0", "--model", "/no/such/folder"], "no such folder"),
     (["5.24.0", "--", "make", "test"], "pytest ARGS"),
     (["5.24.0", "--colour"], "unrecognized"),
 ])
@@ -279,4 +278,4 @@ def test_patches_called_in_the_scenario_are_preferred_and_failing_now_only_is_no
     assert rows["save-reload"]["with"]["side"] == "now" and not rows["save-reload"]["unexplained"]
     summary = upgrade.summarize("5.24.0", "4.57.6", [], list(rows.values()), None)
     assert "1 differ (all explained by patches whose state changes), 1 fail now and work there" in \
-        summary["lines"][1] and not summary["unsafe"]
+        summary["lines"][1] and not summary["unsafe"] and not summary["no_evidence"]
