@@ -350,6 +350,23 @@ def test_a_torch_axis_column_is_its_own_row_compared_with_the_default_torch(resu
     assert "`fake-window` starts ✓" in md
 
 
+def test_a_quick_sweep_is_not_compared_with_a_whole_one(results, tmp_path):
+    for name, quick in (("tf-5.12.0.json", False), ("tf-5.12.0-torch2.9.1.json", True)):
+        if name != "tf-5.12.0.json":
+            _era_result(results, "5.12.0", "2.9.1")
+        path = results / name
+        report = json.loads(path.read_text())
+        report["sweep"] = {"quick": quick, "known": [], "unusable": {},
+                           "unknown": [] if quick else [{"arch": "rwkv", "scenario": "beam"}]}
+        path.write_text(json.dumps(report))
+    _, md, data = run_report(results, tmp_path)
+    assert data["torch_axis"]["5.12.0-torch2.9.1"]["sweep_quick"] is True
+    assert "sweep_quick" not in data["results"]["5.12.0"]
+    assert "- `hf-genfix doctor --sweep --quick` on 5.12.0-torch2.9.1: 0 unknown defect(s)." in md
+    assert ("| none | quick sweep: 0 unknown, not compared | whole sweep: 1 unknown, not compared |"
+            in md.split("## The torch axis", 1)[1])
+
+
 def test_a_torch_axis_column_without_a_fresh_result_is_kept_from_the_committed_matrix(results, tmp_path):
     _era_result(results, "5.12.0", "2.9.1")
     code, md, data = run_report(results, tmp_path)
