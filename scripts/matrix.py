@@ -543,7 +543,10 @@ def torch_axis_lines(manifests: Sequence[Any], rows: Mapping[str, Mapping[str, A
             only_ref = sorted(set(ref["sweep_unknown"]) - set(row["sweep_unknown"]))
             sweep = [", ".join(f"`{k}`" for k in only_here) or "none", ", ".join(f"`{k}`" for k in only_ref) or "none"]
         else:
-            sweep = ["not swept with " + ("this torch" if "sweep_unknown" not in row else "the default torch")] * 2
+            sweep = [f"{len(row['sweep_unknown'])} unknown, not compared" if "sweep_unknown" in row
+                     else "not swept with this torch",
+                     f"{len(ref['sweep_unknown'])} unknown, not compared" if "sweep_unknown" in ref
+                     else "not swept with the default torch"]
         lines.append(f"| {release} | {row.get('torch')} | {ref.get('torch')} | {'; '.join(differ) or 'none'} | "
                      f"{sweep[0]} | {sweep[1]} |")
     return lines

@@ -365,6 +365,11 @@ def test_a_quick_sweep_is_not_compared_with_a_whole_one(results, tmp_path):
     assert "- `hf-genfix doctor --sweep --quick` on 5.12.0-torch2.9.1: 0 unknown defect(s)." in md
     assert ("| none | quick sweep: 0 unknown, not compared | whole sweep: 1 unknown, not compared |"
             in md.split("## The torch axis", 1)[1])
+    report = json.loads((results / "tf-5.12.0.json").read_text())
+    del report["sweep"]  # a release whose default-torch env ran doctor only
+    (results / "tf-5.12.0.json").write_text(json.dumps(report))
+    _, md, _ = run_report(results, tmp_path)
+    assert "| none | 0 unknown, not compared | not swept with the default torch |" in md
 
 
 def test_a_torch_axis_column_without_a_fresh_result_is_kept_from_the_committed_matrix(results, tmp_path):
