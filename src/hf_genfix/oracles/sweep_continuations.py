@@ -190,10 +190,10 @@ def own_cache_scenario(s: Subject) -> dict:
     return _merge([prefix_reuse(model, rows, continuations, own=True) for rows in _batches(s, seed=41)])
 
 
-def probe_second_turn(model_type: str) -> dict:
+def probe_second_turn(model_type: str, **overrides: Any) -> dict:
     """The continuation patches' probe: a loud tiny ``model_type``, a first turn generated, then a second turn of
     three more tokens continuing from the returned cache, every step against the no-cache reference."""
-    model = loud_model(model_type)
+    model = loud_model(model_type, **overrides)
     import torch
 
     gen = torch.Generator().manual_seed(31)

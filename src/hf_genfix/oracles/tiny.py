@@ -43,6 +43,10 @@ _PER_TYPE: dict[str, dict[str, Any]] = {
     "qwen3": dict(head_dim=8),
     "mistral": dict(head_dim=8),
     "cohere2": dict(head_dim=8),
+    # Mamba-2's heads x head size must equal expand x hidden (its defaults, 128 x 64, do not fit 32 wide); Zamba's
+    # default layer pattern needs 3 layers (issue 36: the continuation scenarios run on both).
+    "mamba2": dict(num_heads=8, head_dim=8, n_groups=1, expand=2),
+    "zamba": dict(num_hidden_layers=3),
 }
 
 

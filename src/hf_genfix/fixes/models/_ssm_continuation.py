@@ -29,19 +29,27 @@ from typing import Any
 COUNT = "_hf_genfix_columns_fed"  # an attribute of the cache: the columns of input fed into its states so far
 
 
-def install_continuation(patcher: Any, mixer: str, backbone: str, prepare: str) -> None:
-    """Wrap one model's mixer, backbone and prepare_inputs_for_generation. The cache argument is ``cache`` from
-    5.24 (``cache_params`` before; 5.24 still takes that name through a deprecation wrapper)."""
+def install_continuation(patcher: Any, mixer: str | None, backbone: str | None = None,
+                         prepare: str | None = None) -> None:
+    """Wrap one model's mixer where its chunk path forgets the state (not Mamba-2's, which scans from the cached
+    state) and, for a model whose cache holds recurrent states only, its backbone and prepare_inputs_for_generation
+    (a hybrid's cache has attention layers: generate() slices by their length). The cache argument is ``cache``
+    from 5.24 (``cache_params`` before; 5.24 still takes that name through a deprecation wrapper)."""
     from hf_genfix import Drift
 
-    for target, params in ((mixer, ("hidden_states", "attention_mask")), (backbone, ("input_ids", "inputs_embeds")),
-                           (prepare, ("input_ids", "is_first_iteration"))):
+    targets = ((mixer, ("hidden_states", "attention_mask")), (backbone, ("input_ids", "inputs_embeds")),
+               (prepare, ("input_ids", "is_first_iteration")))
+    for target, params in targets:
+        if target is None:
+            continue
         value = patcher.require(target, *params)
         if not {"cache", "cache_params"} & set(inspect.signature(value).parameters):
             raise Drift(f"{target} takes neither cache nor cache_params")
-    patcher.wrap(mixer, split_after_state)
-    patcher.wrap(backbone, count_fed)
-    patcher.wrap(prepare, slice_continuation)
+    if mixer is not None:
+        patcher.wrap(mixer, split_after_state)
+    if backbone is not None and prepare is not None:
+        patcher.wrap(backbone, count_fed)
+        patcher.wrap(prepare, slice_continuation)
 
 
 def _cache_argument(bound: inspect.BoundArguments) -> Any:
