@@ -204,6 +204,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "model-falcon-mamba-continuation": ("falcon-mamba",),
     "model-mamba2-continuation": ("mamba2",),
     "model-zamba-chunk-state": ("zamba",),
+    "model-zamba2-step-dt-limit": ("zamba2",),
     "model-xglm-positions": ("xglm", "xglm-no-cache"),
     "prepare-inputs-full-ids-positions": ("openai-gpt",),
     "model-led-static-cache": ("led-static",),
@@ -290,6 +291,7 @@ model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sa
     "falcon-mamba": _generate("falcon-mamba", "FalconMambaForCausalLM"),
     "mamba2": _generate("mamba2", "Mamba2ForCausalLM"),
     "zamba": _generate("zamba", "ZambaForCausalLM"),
+    "zamba2": _generate("zamba2", "Zamba2ForCausalLM"),
     "xglm": _generate("xglm"),
     "openai-gpt": _generate("openai-gpt"),
     "xglm-no-cache": _generate("xglm", use_cache=False),
@@ -399,6 +401,7 @@ def _write_repos(root: Path) -> dict[str, str]:
         "falcon-mamba": lambda: _buildable("falcon_mamba"),
         "mamba2": lambda: _buildable("mamba2"),
         "zamba": lambda: _buildable("zamba", use_mamba_kernels=False),
+        "zamba2": lambda: _buildable("zamba2", use_mamba_kernels=False),
         "xglm": lambda: _buildable("xglm"),
         "openai-gpt": lambda: _buildable("openai-gpt"),
         "phimoe": lambda: tiny_config("phimoe", sliding_window=WINDOW),
@@ -432,7 +435,7 @@ def _buildable(model_type: str, **overrides: object) -> object:
 
 def _program_folder(name: str) -> str | None:
     for folder in ("llama", "phi3", "rwkv", "gpt-neox", "mistral", "gemma2", "gemma4-vlm", "gemma3-vlm", "gemma4",
-                   "kosmos-2", "falcon-h1", "falcon-mamba", "mamba2", "mamba", "zamba", "xglm", "openai-gpt", "phimoe", "qwen2-moe", "jetmoe",
+                   "kosmos-2", "falcon-h1", "falcon-mamba", "mamba2", "mamba", "zamba2", "zamba", "xglm", "openai-gpt", "phimoe", "qwen2-moe", "jetmoe",
                    "speech-to-text-2", "paligemma", "idefics2", "idefics3", "smolvlm", "led", "fsmt", "mvp",
                    "nllb-moe", "seamless_m4t", "seamless_m4t_v2"):
         if f'"/{folder}"' in PROGRAM_CODE[name]:
