@@ -201,6 +201,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "model-smolvlm-uncached-pixels": ("smolvlm",),
     "model-falcon-h1-chunk-state": ("falcon-h1",),
     "model-mamba-continuation": ("mamba",),
+    "model-mamba-state-chunk": ("mamba",),
     "model-falcon-mamba-continuation": ("falcon-mamba",),
     "model-mamba2-continuation": ("mamba2",),
     "model-zamba-chunk-state": ("zamba",),

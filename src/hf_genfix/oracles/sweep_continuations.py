@@ -197,5 +197,6 @@ def probe_second_turn(model_type: str, **overrides: Any) -> dict:
     import torch
 
     gen = torch.Generator().manual_seed(31)
-    row, turn = torch.randint(3, 128, (10,), generator=gen).tolist(), torch.randint(3, 128, (3,), generator=gen).tolist()
+    row = torch.randint(3, 128, (10,), generator=gen).tolist()
+    turn = torch.randint(3, 128, (3,), generator=gen).tolist()
     return second_turn(model, [row], turn)

@@ -93,6 +93,7 @@ BY_ID: dict[str, str] = {
     "model-seamless-m4t-v2-static-cache": "seamless-m4t-v2",
     "model-falcon-h1-chunk-state": "falcon-h1",
     "model-mamba-continuation": "mamba",
+    "model-mamba-state-chunk": "mamba",
     "model-falcon-mamba-continuation": "falcon-mamba",
     "model-mamba2-continuation": "mamba2",
     "model-zamba-chunk-state": "zamba",
