@@ -202,6 +202,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "model-falcon-h1-chunk-state": ("falcon-h1",),
     "model-mamba-continuation": ("mamba",),
     "model-mamba-state-chunk": ("mamba",),
+    "model-falcon-mamba-state-chunk": ("falcon-mamba",),
     "model-falcon-mamba-continuation": ("falcon-mamba",),
     "model-mamba2-continuation": ("mamba2",),
     "model-zamba-chunk-state": ("zamba",),

@@ -1,4 +1,5 @@
-"""model-mamba-state-chunk: on 4.x, several tokens after a Mamba cache that holds a state are refused loudly.
+"""model-mamba-state-chunk, model-falcon-mamba-state-chunk: before 5.17, several tokens after a (Falcon-)Mamba cache
+that holds a state are refused loudly.
 
 Where the patch applies: generate() continuing a forward's cache_params raises MambaStateChunkUnsupported naming the
 switch (upstream is silently wrong there, checked with the patch off); a plain cached generate() and one token at a
@@ -22,18 +23,19 @@ from hf_genfix.oracles.sweep_continuations import loud_model  # noqa: E402
 
 from model_fixtures import assert_upstream_bitwise, patches_decided  # noqa: E402,F401 (fixtures)
 
-PATCH = "model-mamba-state-chunk"
+PATCHES = {"mamba": "model-mamba-state-chunk", "falcon_mamba": "model-falcon-mamba-state-chunk"}
 ROW, TURN = [17, 44, 91, 23, 5, 60, 12, 77, 30, 9], [40, 41, 42]
 
 
-@pytest.fixture(scope="module")
-def mamba():
+@pytest.fixture(scope="module", params=list(PATCHES))
+def mamba(request):
     from hf_genfix.doctor import import_targets
 
     import_targets()  # the patches decided before this module-scoped fixture (the autouse one is per test)
-    if next(s for s in hf_genfix.status() if s.id == PATCH).state not in ("applied", "forced"):
-        pytest.skip(f"{PATCH} does not apply to this release")
-    return loud_model("mamba")
+    patch = PATCHES[request.param]
+    if next(s for s in hf_genfix.status() if s.id == patch).state not in ("applied", "forced"):
+        pytest.skip(f"{patch} does not apply to this release")
+    return patch, loud_model(request.param)
 
 
 def _continue(model):
@@ -48,17 +50,20 @@ def _continue(model):
 
 
 def test_continuing_a_state_with_several_tokens_is_refused(mamba):
-    with pytest.raises(MambaStateChunkUnsupported, match="HF_GENFIX_MODEL_MAMBA_STATE_CHUNK=off"):
-        _continue(mamba)
+    patch, model = mamba
+    with pytest.raises(MambaStateChunkUnsupported, match=f"HF_GENFIX_{patch.upper().replace('-', '_')}=off"):
+        _continue(model)
 
 
 def test_without_the_patch_it_is_silently_wrong(mamba):
-    with hf_genfix.disabled(PATCH), pytest.raises(DefectObserved):
-        _continue(mamba)
+    patch, model = mamba
+    with hf_genfix.disabled(patch), pytest.raises(DefectObserved):
+        _continue(model)
 
 
 def test_a_plain_cached_generate_is_upstreams(mamba):
     import torch
 
+    patch, model = mamba
     ids = torch.tensor([ROW, [0, 0] + ROW[:8]])
-    assert_upstream_bitwise(mamba, PATCH, ids, attention_mask=(ids != 0).long())
+    assert_upstream_bitwise(model, patch, ids, attention_mask=(ids != 0).long())

@@ -43,11 +43,17 @@ class MambaStateChunkUnsupported(RuntimeError):
 
 
 def install(patcher: Any) -> None:
-    patcher.require(FORWARD, "input_ids", "inputs_embeds", "cache_params")
-    patcher.wrap(FORWARD, _forward)
+    install_refusal(patcher, FORWARD, PATCH)
 
 
-def _forward(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+def install_refusal(patcher: Any, forward: str, patch: str) -> None:
+    """Refuse, in ``forward`` (a Mamba-like causal LM's), several tokens after a cache that holds a state."""
+    patcher.require(forward, "input_ids", "inputs_embeds", "cache_params")
+    switch = f"HF_GENFIX_{patch.upper().replace('-', '_')}=off"
+    patcher.wrap(forward, lambda wrapped, instance, args, kwargs: _forward(wrapped, instance, args, kwargs, switch))
+
+
+def _forward(wrapped: Any, instance: Any, args: tuple, kwargs: dict, switch: str) -> Any:
     bound = inspect.signature(wrapped).bind(*args, **kwargs)
     cache = bound.arguments.get("cache_params")
     ids, embeds = bound.arguments.get("input_ids"), bound.arguments.get("inputs_embeds")
@@ -60,8 +66,7 @@ def _forward(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
             f"silently wrong on transformers {transformers.__version__} (the mixer continues a state one token at "
             f"a time only: a chunk restarts the convolution and generate() feeds the whole conversation again), and "
             f"hf_genfix cannot correct it safely on this release. Generate the whole conversation without "
-            f"cache_params, feed the new tokens one at a time, or set HF_GENFIX_MODEL_MAMBA_STATE_CHUNK=off to get "
-            f"upstream's behaviour.")
+            f"cache_params, feed the new tokens one at a time, or set {switch} to get upstream's behaviour.")
     return wrapped(*args, **kwargs)
 
 
@@ -82,6 +87,10 @@ def _holds_state(cache: Any) -> bool:
 
 
 def probe() -> dict:
+    return probe_refusal("mamba")
+
+
+def probe_refusal(model_type: str) -> dict:
     import copy
 
     import torch
@@ -90,7 +99,7 @@ def probe() -> dict:
     from hf_genfix.oracles.generation import check_rows_against_reference, generate_steps
     from hf_genfix.oracles.sweep_continuations import loud_model
 
-    model = loud_model("mamba")
+    model = loud_model(model_type)
     row, turn = [17, 44, 91, 23, 5, 60, 12, 77, 30, 9], [40, 41, 42]
     with torch.no_grad():
         cache = model(torch.tensor([row]), use_cache=True).cache_params
@@ -100,8 +109,8 @@ def probe() -> dict:
                              pad_token_id=0, eos_token_id=None, min_new_tokens=4)
     except MambaStateChunkUnsupported as exc:
         return {"refused": str(exc)[:60]}
-    figures = check_rows_against_reference(model, [row + turn], run, "mamba: generate() continuing cache_params",
+    figures = check_rows_against_reference(model, [row + turn], run, f"{model_type}: generate() continuing cache_params",
                                            eos_token_id=[])
     if figures["max_logit_diff"] > 1e-4:  # unreachable: check_rows_against_reference raises first
-        raise DefectObserved("mamba: generate() continuing cache_params", **figures)
+        raise DefectObserved(f"{model_type}: generate() continuing cache_params", **figures)
     return figures
