@@ -200,6 +200,13 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "model-idefics3-uncached-pixels": ("idefics3",),
     "model-smolvlm-uncached-pixels": ("smolvlm",),
     "model-falcon-h1-chunk-state": ("falcon-h1",),
+    "model-mamba-continuation": ("mamba",),
+    "model-mamba-state-chunk": ("mamba",),
+    "model-falcon-mamba-state-chunk": ("falcon-mamba",),
+    "model-falcon-mamba-continuation": ("falcon-mamba",),
+    "model-mamba2-continuation": ("mamba2",),
+    "model-zamba-chunk-state": ("zamba",),
+    "model-zamba2-step-dt-limit": ("zamba2",),
     "model-xglm-positions": ("xglm", "xglm-no-cache"),
     "prepare-inputs-full-ids-positions": ("openai-gpt",),
     "model-led-static-cache": ("led-static",),
@@ -282,6 +289,11 @@ model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sa
     "gemma4-text": _generate("gemma4"),
     "rwkv": _generate("rwkv", "RwkvForCausalLM"),
     "falcon-h1": _generate("falcon-h1"),
+    "mamba": _generate("mamba", "MambaForCausalLM"),
+    "falcon-mamba": _generate("falcon-mamba", "FalconMambaForCausalLM"),
+    "mamba2": _generate("mamba2", "Mamba2ForCausalLM"),
+    "zamba": _generate("zamba", "ZambaForCausalLM"),
+    "zamba2": _generate("zamba2", "Zamba2ForCausalLM"),
     "xglm": _generate("xglm"),
     "openai-gpt": _generate("openai-gpt"),
     "xglm-no-cache": _generate("xglm", use_cache=False),
@@ -387,6 +399,11 @@ def _write_repos(root: Path) -> dict[str, str]:
         **{t: (lambda t=t: build_seq2seq(t).config)
            for t in ("led", "fsmt", "mvp", "nllb-moe", "seamless_m4t", "seamless_m4t_v2")},
         "falcon-h1": lambda: _buildable("falcon_h1", **_ssm_overrides("falcon_h1")),
+        "mamba": lambda: _buildable("mamba"),
+        "falcon-mamba": lambda: _buildable("falcon_mamba"),
+        "mamba2": lambda: _buildable("mamba2"),
+        "zamba": lambda: _buildable("zamba", use_mamba_kernels=False),
+        "zamba2": lambda: _buildable("zamba2", use_mamba_kernels=False),
         "xglm": lambda: _buildable("xglm"),
         "openai-gpt": lambda: _buildable("openai-gpt"),
         "phimoe": lambda: tiny_config("phimoe", sliding_window=WINDOW),
@@ -420,7 +437,7 @@ def _buildable(model_type: str, **overrides: object) -> object:
 
 def _program_folder(name: str) -> str | None:
     for folder in ("llama", "phi3", "rwkv", "gpt-neox", "mistral", "gemma2", "gemma4-vlm", "gemma3-vlm", "gemma4",
-                   "kosmos-2", "falcon-h1", "xglm", "openai-gpt", "phimoe", "qwen2-moe", "jetmoe",
+                   "kosmos-2", "falcon-h1", "falcon-mamba", "mamba2", "mamba", "zamba2", "zamba", "xglm", "openai-gpt", "phimoe", "qwen2-moe", "jetmoe",
                    "speech-to-text-2", "paligemma", "idefics2", "idefics3", "smolvlm", "led", "fsmt", "mvp",
                    "nllb-moe", "seamless_m4t", "seamless_m4t_v2"):
         if f'"/{folder}"' in PROGRAM_CODE[name]:

@@ -639,6 +639,11 @@ def explain(registry: Any, func: Scenario, subject: Subject, out: dict[str, Any]
         if untouched:
             return {"verdict": KNOWN, "explained_by": manifest.id,
                     "cause": f"known: {manifest.id} (installed, but it leaves this architecture as upstream has it)"}
+        if pair is not None and pair["verdict"] == differential.REFUSED:
+            # A patch that cannot correct the defect safely refuses the call in words: the defect is the
+            # catalog's, and the user gets a loud error instead of upstream's silently wrong answer.
+            return {"verdict": KNOWN, "explained_by": manifest.id,
+                    "cause": f"known: {manifest.id} (installed: it refuses the call, upstream is silently wrong)"}
     # Force the patches that are not installed, one at a time: first those that explained this scenario before and
     # those that claim it; every other one only on the first FULL_SEARCHES architectures where the scenario fails
     # (a scenario that fails everywhere would otherwise cost a run per patch per architecture).
@@ -974,3 +979,5 @@ from . import sweep_processors  # noqa: E402,F401 - registers the processor scen
 # Equivalences 2 and 3 of issue 26 (inputs_embeds, every cache implementation): their own module, same registry
 # (imported last: it uses this module's helpers).
 from . import sweep_equivalences  # noqa: E402,F401
+# Continuations of a cache (issue 36 §3: a second turn, a prefix cache reused, the model's own cache argument).
+from . import sweep_continuations  # noqa: E402,F401
