@@ -109,6 +109,15 @@ def _chameleon() -> dict:
     return dict(text, vq_config=vq, vocabulary_map=vocab, image_token_id=IMAGE)
 
 
+def _default_rope() -> dict:
+    """4.x mllama reads ``rope_scaling["rope_type"]`` without a default (5.0 renamed it ``rope_parameters``)."""
+    import transformers
+
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        return {}
+    return {"rope_scaling": {"rope_type": "default"}}
+
+
 NEW_TYPES: dict[str, ImageText] = {
     "llava_next": ImageText(lambda: dict(text_config=_text("llama"), vision_config=_CLIP, image_token_index=IMAGE,
                                          image_token_id=IMAGE, vision_feature_layer=-1,
@@ -119,7 +128,8 @@ NEW_TYPES: dict[str, ImageText] = {
                                               image_token_index=IMAGE, image_token_id=IMAGE, vision_feature_layer=-1,
                                               vision_feature_select_strategy="full", image_grid_pinpoints=[[16, 16]]),
                                  image_tokens=36, pixels=_tiles),
-    "mllama": ImageText(lambda: dict(text_config=dict(_text("mllama_text_model"), cross_attention_layers=[1]),
+    "mllama": ImageText(lambda: dict(text_config=dict(_text("mllama_text_model"), cross_attention_layers=[1],
+                                                      **_default_rope()),
                                      vision_config=dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
                                                         num_global_layers=1, attention_heads=2, image_size=16,
                                                         patch_size=4, max_num_tiles=1, vision_output_dim=32,
