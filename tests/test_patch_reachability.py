@@ -222,6 +222,8 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "model-fsmt-cached-positions": ("fsmt-static",),
     "model-paligemma-static-cache": ("paligemma-static",),
     "model-paligemma-uncached-prefix": ("paligemma-uncached",),
+    "decoding-image-prefill-chunks": ("llama",),  # a target in generation.utils: any generate() imports it
+    "decoding-image-prefill-chunks-bidirectional": ("gemma3-vlm",),
     "model-qwen2-vl-rope-deltas": ("qwen2-vl",),
     "model-qwen2-vl-rope-deltas-steps": ("qwen2-vl",),
     "model-qwen2-5-vl-rope-deltas": ("qwen2-5-vl",),
