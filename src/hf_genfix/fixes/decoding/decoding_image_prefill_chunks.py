@@ -49,11 +49,33 @@ _warned: set[str] = set()
 
 
 def install(patcher: Any) -> None:
+    if _encodes_per_chunk():
+        # Forced onto 5.23+ (doctor --sweep tries every patch on a failure): there the causal image models chunk
+        # right and the others are refused in words by upstream; turning those refusals into one-pass prefills is
+        # not this patch's correction.
+        raise _drift("this _prefill gives each chunk its own image features (5.23+): not the code fixed here")
     _install(patcher, "decoding-image-prefill-chunks", bidirectional_only=False)
 
 
 def install_bidirectional(patcher: Any) -> None:
+    if not _encodes_per_chunk():
+        raise _drift("this _prefill gives the whole image to the first chunk (before 5.23): "
+                     "decoding-image-prefill-chunks' code")
     _install(patcher, "decoding-image-prefill-chunks-bidirectional", bidirectional_only=True)
+
+
+def _encodes_per_chunk() -> bool:
+    """Whether the release's chunked prefill hands each chunk the features of its own placeholders (5.23.0 added
+    ``_slice_mm_encoder_output`` for it)."""
+    from transformers.generation import utils
+
+    return hasattr(utils, "_slice_mm_encoder_output")
+
+
+def _drift(why: str) -> Exception:
+    from hf_genfix import Drift
+
+    return Drift(why)
 
 
 def _install(patcher: Any, patch: str, bidirectional_only: bool) -> None:
