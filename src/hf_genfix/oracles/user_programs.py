@@ -62,6 +62,8 @@ PROGRAMS: dict[str, str] = {
     "idefics2": "from transformers import Idefics2ForConditionalGeneration",
     "idefics3": "from transformers import Idefics3ForConditionalGeneration",
     "smolvlm": "from transformers import SmolVLMForConditionalGeneration",
+    "qwen2-vl": "from transformers import Qwen2VLForConditionalGeneration",
+    "qwen2-5-vl": "from transformers import Qwen2_5_VLForConditionalGeneration",
 }
 
 BY_FAMILY: dict[str, str] = {
@@ -91,6 +93,10 @@ BY_ID: dict[str, str] = {
     "model-nllb-moe-static-cache": "nllb-moe",
     "model-paligemma-static-cache": "paligemma",
     "model-paligemma-uncached-prefix": "paligemma",
+    "model-qwen2-vl-rope-deltas": "qwen2-vl",
+    "model-qwen2-vl-rope-deltas-steps": "qwen2-vl",
+    "model-qwen2-5-vl-rope-deltas": "qwen2-5-vl",
+    "model-qwen2-5-vl-rope-deltas-steps": "qwen2-5-vl",
     "model-seamless-m4t-static-cache": "seamless-m4t",
     "model-seamless-m4t-v2-static-cache": "seamless-m4t-v2",
     "model-falcon-h1-chunk-state": "falcon-h1",
