@@ -140,6 +140,7 @@ def test_wheel_ships_the_manifests(tmp_path):
     for m in MANIFESTS:
         assert f"hf_genfix/_patches/{folder(m.family)}/{m.id}.toml" in names
     assert "hf_genfix/_patches/verified.json" in names  # the verified range an installed package reports
+    assert "hf_genfix/_patches/judged-torch.json" in names  # the torch of each judgement (catalog.torch_not_judged)
     # the oracles' tiny remote-code repos are package data, copied into a temporary repo when a probe runs
     repos = ROOT / "src" / "hf_genfix" / "oracles" / "remote_repos"
     shipped = sorted(str(p.relative_to(ROOT / "src")) for p in repos.rglob("*") if p.suffix in (".py", ".json"))

@@ -23,10 +23,12 @@ from ._config import RESERVED, manifest_dir
 from ._errors import ManifestError
 from .fixes import FAMILIES
 
-__all__ = ["FAMILIES", "PatchStatus", "STILL_APPLIES", "check", "outside_verified", "summary_line", "verified_range",
-           "warn_if_unverified"]
+__all__ = ["FAMILIES", "PatchStatus", "STILL_APPLIES", "check", "judged_torch", "outside_verified", "summary_line",
+           "torch_not_judged", "verified_range", "warn_if_unverified"]
 
 FILE_NAME = "verified.json"
+# Every torch each release of the matrix was judged with (`python scripts/matrix.py report`, from the doctor reports).
+JUDGED_TORCH = "judged-torch.json"
 
 # What a user outside the range can still rely on, for the library's log and `hf-genfix list`.
 STILL_APPLIES = ("each patch is still installed only where its affected range covers this release, but none was "
@@ -87,6 +89,38 @@ def verified_range() -> tuple[str, str] | None:
     except (OSError, ValueError):
         return None
     return str(data["oldest"]), str(data["newest"])
+
+
+def judged_torch(version: str) -> list[str] | None:
+    """The torch versions transformers ``version`` was judged with by the matrix (``2.13.0+cpu``, ...); None when
+    the matrix has no column for that release or the data file is missing."""
+    try:
+        with open(os.path.join(manifest_dir(), JUDGED_TORCH), encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    found = data.get("releases", {}).get(version)
+    return [str(t) for t in found] if found else None
+
+
+def torch_not_judged(version: str, torch_version: str | None) -> str | None:
+    """The line for a ``torch_version`` other than every torch the matrix judged transformers ``version`` with, else
+    None (also when the matrix has no column for ``version``: ``outside_verified`` or the patches' own checks say
+    that). Builds of one release count as one (``2.5.1+cu124`` and ``2.5.1+cpu``): the probes run on the CPU."""
+    from packaging.version import InvalidVersion, Version
+
+    judged = judged_torch(version)
+    if not judged or not torch_version:
+        return None
+    try:
+        mine = Version(Version(torch_version).base_version)
+        if any(Version(Version(t).base_version) == mine for t in judged):
+            return None
+    except InvalidVersion:
+        pass
+    return (f"torch {torch_version} is none of the torch versions the matrix judged transformers {version} with "
+            f"({', '.join(judged)}): a probe's verdict can change with torch: run `hf-genfix doctor` with your "
+            f"torch")
 
 
 def outside_verified(version: str | None, still: str = STILL_APPLIES) -> str | None:

@@ -287,3 +287,134 @@ def test_a_failing_sweep_of_a_doctor_only_release_is_not_run(tmp_path, monkeypat
     bad = {"unknown": [{"arch": "llama", "scenario": "cached", "verdict": "worse"}], "known": []}
     code, (cmd,) = _doctor_env(tmp_path, monkeypatch, "5.0.0", bad)
     assert code == 0 and "--sweep" not in cmd
+
+
+# -- the torch axis: a release judged with the torch of its time too (tox.ini's tf-X-torchY envs) ---------------
+def test_an_env_named_with_a_torch_installs_that_torch(tmp_path, monkeypatch):
+    assert matrix.split_env("tf-4.46.3-torch2.5.1") == ("4.46.3", "2.5.1")
+    assert matrix.split_env("tf-5.12.0") == ("5.12.0", None) and matrix.split_env("5.25.0rc1") == ("5.25.0rc1", None)
+    assert matrix.requirement("tf-4.46.3-torch2.5.1") == "transformers==4.46.3"
+    torches, pips = [], []
+    monkeypatch.setattr(matrix, "shared_torch", lambda root, spec: torches.append(spec) or 0)
+    monkeypatch.setattr(matrix.subprocess, "call", lambda cmd: pips.append(cmd[-1]) or 0)
+    # the name wins over GENFIX_TORCH (the default torch of the other envs)
+    assert matrix.install("tf-4.46.3-torch2.5.1", tmp_path, "torch==2.13.0") == 0
+    assert matrix.install("tf-4.57.6", tmp_path, "torch==2.13.0") == 0
+    assert torches == ["torch==2.5.1", "torch==2.13.0"]
+    assert pips == ["transformers==4.46.3", "transformers==4.57.6"]
+
+
+def test_the_eras_of_tox_ini_are_suite_releases_outside_env_list():
+    """Each era env judges a suite release (it runs the sweep and the tests there) with another torch; none is in
+    env_list (CI, `matrix.py all`), and `tox -e` knows each one by the section tox.ini names them in."""
+    eras = matrix.eras()
+    assert eras, "tox.ini has no eras label"
+    releases = {matrix.split_env(e) for e in eras}
+    assert all(torch is not None and release in matrix.suite_releases() for release, torch in releases)
+    assert not set(eras) & set(matrix.env_names())
+    import configparser
+
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read(matrix.TOX_INI, encoding="utf-8")
+    sections = [n for s in parser.sections() if s.startswith("testenv:tf-") for n in matrix.expand(s[len("testenv:"):])]
+    assert sections == eras
+
+
+def _era_result(results: Path, release: str, torch: str, **changes) -> None:
+    """tf-<release>-torch<torch>.json: the release's recorded report, run with another torch, ``changes`` applied to
+    fake-window."""
+    report = json.loads((results / f"tf-{release}.json").read_text())
+    report["torch"] = f"{torch}+cu124"
+    (patch,) = [p for p in report["patches"] if p["id"] == "fake-window"]
+    patch.update(changes)
+    (results / f"tf-{release}-torch{torch}.json").write_text(json.dumps(report))
+
+
+def test_a_torch_axis_column_is_its_own_row_compared_with_the_default_torch(results, tmp_path, capsys):
+    _era_result(results, "5.12.0", "2.9.1", without={"outcome": "pass"}, verdict="not-reproduced")
+    code, md, data = run_report(results, tmp_path)
+    out = capsys.readouterr().out
+    assert code == 1  # a range that torch 2.9.1 does not confirm is a disagreement like any other
+    assert "fake-window on transformers 5.12.0 with torch 2.9.1+cu124: affected" in out
+    table = md.split("## Boundaries", 1)[0]
+    rows = {line.split("|")[1].strip(): line.split("|")[2].strip() for line in table.splitlines() if line[:3] == "| 5"}
+    assert rows["5.12.0"] == "2.13.0+cpu" and rows["5.12.0-torch2.9.1"] == "2.9.1+cu124"
+    assert data["releases"] == RELEASES and list(data["results"]) == RELEASES
+    assert list(data["torch_axis"]) == ["5.12.0-torch2.9.1"]
+    assert data["judged_torch"]["5.12.0"] == ["2.13.0+cpu", "2.9.1+cu124"]
+    assert data["judged_torch"]["4.57.6"] == ["2.13.0+cpu"]
+    axis = md.split("## The torch axis", 1)[1]
+    assert ("| 5.12.0 | 2.9.1+cu124 | 2.13.0+cpu | `fake-window`: defect / fixed (fixed) → **no defect / range "
+            "wrong** (not-reproduced) |") in axis
+    # the boundary marks stay on the default-torch rows
+    assert "`fake-window` starts ✓" in md
+
+
+def test_a_quick_sweep_is_not_compared_with_a_whole_one(results, tmp_path):
+    for name, quick in (("tf-5.12.0.json", False), ("tf-5.12.0-torch2.9.1.json", True)):
+        if name != "tf-5.12.0.json":
+            _era_result(results, "5.12.0", "2.9.1")
+        path = results / name
+        report = json.loads(path.read_text())
+        report["sweep"] = {"quick": quick, "known": [], "unusable": {},
+                           "unknown": [] if quick else [{"arch": "rwkv", "scenario": "beam"}]}
+        path.write_text(json.dumps(report))
+    _, md, data = run_report(results, tmp_path)
+    assert data["torch_axis"]["5.12.0-torch2.9.1"]["sweep_quick"] is True
+    assert "sweep_quick" not in data["results"]["5.12.0"]
+    assert "- `hf-genfix doctor --sweep --quick` on 5.12.0-torch2.9.1: 0 unknown defect(s)." in md
+    assert ("| none | quick sweep: 0 unknown, not compared | whole sweep: 1 unknown, not compared |"
+            in md.split("## The torch axis", 1)[1])
+    report = json.loads((results / "tf-5.12.0.json").read_text())
+    del report["sweep"]  # a release whose default-torch env ran doctor only
+    (results / "tf-5.12.0.json").write_text(json.dumps(report))
+    _, md, _ = run_report(results, tmp_path)
+    assert "| none | 0 unknown, not compared | not swept with the default torch |" in md
+
+
+def test_a_torch_axis_column_without_a_fresh_result_is_kept_from_the_committed_matrix(results, tmp_path):
+    _era_result(results, "5.12.0", "2.9.1")
+    code, md, data = run_report(results, tmp_path)
+    assert code == 0 and "5.12.0-torch2.9.1" in data["torch_axis"]
+    (results / "tf-5.12.0-torch2.9.1.json").unlink()
+    md_path, data_path = tmp_path / "compat-matrix.md", tmp_path / "compat-matrix.json"
+    kwargs = dict(expected=RELEASES, patches_dir=FIXTURES / "patches", versions_published=RELEASES)
+    assert matrix.report(results, md_path, data_path, era_envs=["tf-5.12.0-torch2.9.1"], **kwargs) == 0
+    assert md_path.read_text() == md and json.loads(data_path.read_text()) == data
+    # an era tox.ini no longer lists goes; so does a release's column unless --keep-committed
+    (results / "tf-5.14.0.json").unlink()
+    assert matrix.report(results, md_path, data_path, era_envs=[], **kwargs) == 1
+    assert "torch_axis" in data and json.loads(data_path.read_text())["torch_axis"] == {}
+    data_path.write_text(json.dumps(data))
+    assert matrix.report(results, md_path, data_path, era_envs=[], keep_committed=True, **kwargs) == 0
+    assert json.loads(data_path.read_text())["results"]["5.14.0"] == data["results"]["5.14.0"]
+
+
+def test_the_torch_each_release_was_judged_with_ships_for_the_upgrade_check(results, tmp_path, monkeypatch):
+    """report writes every torch per release (patches/judged-torch.json, shipped with the manifests); the catalog
+    says when the user's torch is none of them."""
+    from hf_genfix import catalog
+
+    _era_result(results, "5.12.0", "2.9.1")
+    judged = tmp_path / "shipped" / catalog.JUDGED_TORCH
+    judged.parent.mkdir()
+    md, data = tmp_path / "compat-matrix.md", tmp_path / "compat-matrix.json"
+    assert matrix.report(results, md, data, expected=RELEASES, patches_dir=FIXTURES / "patches",
+                         versions_published=RELEASES, judged=judged) == 0
+    assert json.loads(judged.read_text())["releases"] == json.loads(data.read_text())["judged_torch"]
+    monkeypatch.setattr(catalog, "manifest_dir", lambda: str(judged.parent))
+    assert catalog.judged_torch("5.12.0") == ["2.13.0+cpu", "2.9.1+cu124"]
+    assert catalog.torch_not_judged("5.12.0", "2.13.0+cpu") is None
+    assert catalog.torch_not_judged("5.12.0", "2.9.1+cpu") is None  # another build of a torch it was judged with
+    line = catalog.torch_not_judged("4.57.6", "2.9.1+cu124")
+    assert line == ("torch 2.9.1+cu124 is none of the torch versions the matrix judged transformers 4.57.6 with "
+                    "(2.13.0+cpu): a probe's verdict can change with torch: run `hf-genfix doctor` with your torch")
+    assert catalog.torch_not_judged("5.99.0", "2.9.1") is None  # no column: outside_verified says it
+    monkeypatch.setattr(catalog, "manifest_dir", lambda: str(tmp_path / "nowhere"))
+    assert catalog.torch_not_judged("5.12.0", "2.10.0") is None  # a broken install: no data, no claim
+
+
+def test_the_shipped_torch_versions_are_the_committed_matrix():
+    committed = json.loads(matrix.MATRIX_JSON.read_text())
+    assert json.loads(matrix.JUDGED.read_text())["releases"] == committed["judged_torch"], \
+        "run: python scripts/matrix.py report"
