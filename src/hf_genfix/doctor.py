@@ -17,7 +17,8 @@ other than DefectObserved / ProbeSkipped).
 the installed release (``hf_genfix.oracles.sweep``, progress on stderr) and reports the failures no manifest
 explains; a scenario the model cannot do is ``unsupported`` and a defect of the catalog ``known``, neither changes
 the exit status.
-``--differential`` also runs every scenario without hf_genfix and compares (never worse than upstream).
+``--differential`` also runs every scenario without hf_genfix and compares (never worse than upstream); ``--recall``
+says how many of the defects the probes show here the sweep finds by itself (K of N, each miss with why).
 
 Exit status: 0 every patch checks out; 1 a failing patch (above), or a new defect with ``--sweep``; 2 a usage
 error, or what the probes need is missing (torch, or the ``--device`` asked for), said in one line; 3 the
@@ -585,6 +586,9 @@ def main(argv: Sequence[str] | None = None, registry: Any = None) -> int:
     parser.add_argument("--differential", action="store_true",
                         help="with --sweep: also run every scenario without hf_genfix and compare the outputs "
                              "(never worse than upstream; about twice the time)")
+    parser.add_argument("--recall", action="store_true",
+                        help="with --sweep: say how many of the defects the probes show on this release the sweep "
+                             "finds by itself (K of N, each miss with why); runs the sweep --differential")
     parser.add_argument("--quick", action="store_true",
                         help="with --sweep: a fixed sample of the architectures and combinations (a couple of "
                              "minutes); the matrix run covers them all")
@@ -595,8 +599,8 @@ def main(argv: Sequence[str] | None = None, registry: Any = None) -> int:
     parser.add_argument("--device", default="cpu", metavar="DEVICE",
                         help="run the probes on DEVICE (default cpu; e.g. cuda, cuda:1)")
     args = parser.parse_args(list(argv or []))
-    if (args.differential or args.quick) and not args.sweep:
-        parser.error("--differential and --quick go with --sweep")
+    if (args.differential or args.quick or args.recall) and not args.sweep:
+        parser.error("--differential, --quick and --recall go with --sweep")
     missing = missing_requirement(args.device)
     if missing:
         sys.stderr.write(f"hf-genfix doctor: {missing}\n")
@@ -649,6 +653,12 @@ def missing_requirement(device: str = "cpu") -> str | None:
     return None
 
 
+def known_defects(report: dict[str, Any]) -> list[str]:
+    """The patches whose probe shows their defect on this release (the run without the patch saw it): what
+    ``--recall`` asks the sweep to find by itself."""
+    return [p["id"] for p in report["patches"] if (p.get("without") or {}).get("outcome") == DEFECT]
+
+
 def _main(args: argparse.Namespace, registry: Any, setting: Any) -> int:
     with _one_torch_thread():
         report = diagnose(registry, only=args.patch)
@@ -663,7 +673,7 @@ def _main(args: argparse.Namespace, registry: Any, setting: Any) -> int:
             report["sweep"] = sweep_mod.run_sweep(
                 registry, archs=args.arch or None, scenarios=args.scenario or None, budget_s=args.sweep_budget,
                 differential_all=args.differential, progress=None if args.quiet else sweep_mod.stderr_progress,
-                quick=args.quick,
+                quick=args.quick, recall=known_defects(report) if args.recall else None,
             )
         if sweep_mod.failed(report["sweep"]):
             exit_code = EXIT_FAILING
