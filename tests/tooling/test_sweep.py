@@ -451,3 +451,28 @@ def test_the_sweeps_tiny_models_are_loud():
         run = generate_steps(s.model, *left_pad(rows), max_new_tokens=6)
         assert check_rows_against_reference(s.model, rows, run, "calibrated")["max_logit_diff"] < ROUNDING
 
+
+def test_penalties_with_inputs_embeds_alone_are_judged_not_called_unsupported():
+    """transformers only warns that repetition_penalty / no_repeat_ngram_size with inputs_embeds alone act on the
+    generated tokens: a warning is not a refusal, so the call is judged row by row against the definition. 5.23
+    began to skip each row's padding length of the ids it penalises, which with inputs_embeds alone are the
+    generated tokens: a padded row's first tokens escape the penalty (row 0 has 2 pads; 5.24.0: wrong at step 1,
+    4.57.6: right)."""
+    from hf_genfix._registry import transformers_version
+    from hf_genfix.oracles.differential import PASS, WRONG
+    from packaging.version import Version
+
+    import hf_genfix
+
+    func = sweep.SCENARIOS["inputs-embeds-penalties"]
+    s = sweep.Subject("llama")
+    assert not func.declines(s) and not s.lacks(func.needs)
+    with hf_genfix.disabled():
+        upstream = sweep.observe(func, s)
+    if Version(transformers_version()) >= Version("5.23.0"):
+        assert upstream.outcome == WRONG, upstream.message
+        assert "with repetition_penalty" in upstream.message and "row 0" in upstream.message
+        assert upstream.figures["step"] == 1 and upstream.figures["max_logit_diff"] > 1e-1
+    else:
+        assert upstream.outcome == PASS, upstream.message
+        assert upstream.figures["options"] == "repetition_penalty, no_repeat_ngram_size"
