@@ -125,3 +125,19 @@ def test_a_decoder_whose_earlier_logits_depend_on_later_tokens_is_not_swept(monk
     monkeypatch.setattr(sweep_families.Seq2SeqSubject, "reference", reference)
     with pytest.raises(sweep_families.ProbeSkipped, match="change with the tokens after it"):
         sweep_families.Seq2SeqSubject("bart")
+
+
+def test_the_tiny_remote_code_repos_are_a_kind_of_their_own():
+    """Recall found no remote-code defect: the sweep built no remote-code model. Each tiny remote repo is now an
+    architecture (remote-<family>), loaded afresh inside every run, so that the run without hf_genfix loads it
+    without hf_genfix too; its names do not take a built-in model type (bloom stays decoder-only)."""
+    import hf_genfix
+
+    kinds = sweep.kinds_of()
+    assert kinds["remote-phi3"] == "remote-code" and kinds["bloom"] == "decoder-only"
+    out = sweep.run_sweep(hf_genfix._default(), archs=["remote-phi3"], scenarios=["remote-cached", "remote-beam"],
+                          differential_all=True)
+    runs = out["architectures"]["remote-phi3"]["scenarios"]
+    assert {n: o["verdict"] for n, o in runs.items()} == {"remote-cached": "pass", "remote-beam": "pass"}
+    assert {o["differential"]["verdict"] for o in runs.values()} <= {"identical", "corrected"}
+    assert not sweep.failed(out)

@@ -1,7 +1,7 @@
 """``hf-genfix doctor --sweep``: the general oracles over every architecture of the installed release.
 
 Architectures come in kinds (``KINDS``): decoder-only here; encoder-decoder and image-text in
-``oracles.sweep_families``. Each scenario belongs to one kind (``scenario(..., kind=...)``) and runs on that kind's
+``oracles.sweep_families``; the tiny remote-code repos in ``oracles.sweep_remote``. Each scenario belongs to one kind (``scenario(..., kind=...)``) and runs on that kind's
 subjects only. What follows describes the decoder-only kind; the judging is the same for every kind.
 
 The catalog (patches/) only knows the defects somebody found. The sweep looks for the next ones: for each
@@ -1155,3 +1155,5 @@ from . import sweep_processors  # noqa: E402,F401 - registers the processor scen
 # Equivalences 2 and 3 of issue 26 (inputs_embeds, every cache implementation): their own module, same registry
 # (imported last: it uses this module's helpers).
 from . import sweep_equivalences  # noqa: E402,F401
+# The tiny remote-code repos as a kind of their own (issue 36: recall found no remote-code defect without them).
+from . import sweep_remote  # noqa: E402,F401
