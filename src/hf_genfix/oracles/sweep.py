@@ -1,8 +1,8 @@
 """``hf-genfix doctor --sweep``: the general oracles over every architecture of the installed release.
 
 Architectures come in kinds (``KINDS``): decoder-only here; encoder-decoder and image-text in
-``oracles.sweep_families``; the tiny remote-code repos in ``oracles.sweep_remote``. Each scenario belongs to one kind (``scenario(..., kind=...)``) and runs on that kind's
-subjects only. What follows describes the decoder-only kind; the judging is the same for every kind.
+``oracles.sweep_families``; the tiny remote-code repos in ``oracles.sweep_remote``. Each scenario belongs to one
+kind (``scenario(..., kind=...)``) and runs on that kind's subjects only. What follows describes the decoder-only kind; the judging is the same for every kind.
 
 The catalog (patches/) only knows the defects somebody found. The sweep looks for the next ones: for each
 decoder-only model type this release can build tiny from its config, it runs the generation paths that have
@@ -686,7 +686,7 @@ def explain(registry: Any, func: Scenario, subject: Subject, out: dict[str, Any]
 
 
 # -- recall: does the sweep find the defects the catalog knows? ---------------------------------------------------
-RECALL_TRIES = 2  # architectures per scenario on which a patch not found yet is switched off alone
+RECALL_TRIES = 2  # architectures per scenario and way of failing on which a patch not found yet is switched off alone
 
 
 def rounding_limit() -> float:
@@ -725,9 +725,10 @@ class Recall:
     exception that is not a refusal in words -- on a model that can do what the scenario asks, and
     - its patch changes the call (it says so to ``hf_genfix.recording()``: ``Observation.changed``), or
     - with that one patch off, the scenario fails where hf_genfix passes, or fails otherwise than with hf_genfix
-      (for the patches that do not report their changes; tried on ``RECALL_TRIES`` architectures per scenario while
-      the patch is not found yet, and only where it can act: a patch of one model's module on that model, a
-      remote-code patch on remote code, a tokenizer patch never -- the sweep calls no tokenizer), or
+      (for the patches that do not report their changes; tried on ``RECALL_TRIES`` architectures per scenario and
+      way upstream fails, while the patch is not found yet, and only where it can act: a patch of one model's
+      module on that model, a remote-code patch on remote code, a tokenizer patch never -- the sweep calls no
+      tokenizer), or
     - forcing it (a patch not installed here) removes the failure (``explain``'s search).
     A manifest's ``sweep`` claim alone is not a finding: it is the catalog's word, not the sweep's sight."""
 
@@ -738,7 +739,7 @@ class Recall:
         self.targets = {pid: list(manifests[pid].targets) for pid in self.known if pid in manifests}
         self.families = {pid: manifests[pid].family for pid in self.known if pid in manifests}
         self.hits: dict[str, list[dict[str, Any]]] = {}
-        self.tries: dict[tuple[str, str], int] = {}
+        self.tries: dict[tuple[str, str, str], int] = {}
         self.tried: dict[str, int] = {}  # patch id -> runs with it alone off
         self.failing_upstream = 0  # scenario runs where upstream fails on a model that can do them
 
@@ -792,9 +793,12 @@ class Recall:
         # alone, on the first RECALL_TRIES architectures per scenario, until found.
         modules = _modules_of(subject)
         for pid in self.installed():
-            if pid in self.hits or self.can_act(pid, modules) or self.tries.get((pid, name), 0) >= RECALL_TRIES:
+            # Per way upstream fails (its exception type, or a wrong answer): another failure of the same scenario
+            # may be another defect (5.24.0: the remote phi3 repo fails at import, chatglm3 on its config).
+            key = (pid, name, u.error or u.outcome)
+            if pid in self.hits or self.can_act(pid, modules) or self.tries.get(key, 0) >= RECALL_TRIES:
                 continue
-            self.tries[(pid, name)] = self.tries.get((pid, name), 0) + 1
+            self.tries[key] = self.tries.get(key, 0) + 1
             self.tried[pid] = self.tried.get(pid, 0) + 1
             with self.registry.disabled(pid):
                 off = observe(func, subject)
@@ -805,7 +809,8 @@ class Recall:
 
     def why(self, pid: str, sweep: dict[str, Any]) -> str:
         """Why the sweep did not find ``pid``, from what it built and ran."""
-        general = self.can_act(pid, {"-"})
+        remote = {f"transformers_modules.{a}" for a in sweep.get("architectures", {}) if a.startswith("remote-")}
+        general = self.can_act(pid, remote or {"-"})  # remote code built: a remote-code patch could act there
         if general and not general.startswith("its targets"):
             return general
         folders = sorted({t.split(".")[2] for t in self.targets.get(pid, [])
