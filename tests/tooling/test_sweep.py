@@ -476,3 +476,23 @@ def test_penalties_with_inputs_embeds_alone_are_judged_not_called_unsupported():
     else:
         assert upstream.outcome == PASS, upstream.message
         assert upstream.figures["options"] == "repetition_penalty, no_repeat_ngram_size"
+
+
+def test_prompt_lookup_without_eos_equals_greedy():
+    """Prompt lookup with eos_token_id=None and 5 new tokens (not a multiple of its 3 candidates) is plain greedy by
+    definition; 4.44-5.12 raise a TypeError there (decoding-prompt-lookup-no-eos, which recall missed before)."""
+    import hf_genfix
+    from hf_genfix._registry import transformers_version
+    from hf_genfix.oracles.differential import PASS, RAISED
+    from packaging.version import Version
+
+    s = sweep.Subject("llama")
+    func = sweep.SCENARIOS["prompt-lookup-plain"]
+    ours = sweep.observe(func, s)
+    assert ours.outcome == PASS and ours.figures["tokens"] == 5, ours.message
+    with hf_genfix.disabled():
+        upstream = sweep.observe(func, s)
+    if Version("4.44.0") <= Version(transformers_version()) < Version("5.13.0"):
+        assert upstream.outcome == RAISED and upstream.error == "TypeError", upstream.message
+    else:
+        assert upstream.outcome == PASS

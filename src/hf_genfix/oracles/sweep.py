@@ -495,6 +495,27 @@ def prompt_lookup(s: Subject) -> dict:
                                         prompt_lookup_num_tokens=3)
 
 
+@scenario("prompt-lookup-plain", needs=("kv",))
+def prompt_lookup_plain(s: Subject) -> dict:
+    """Prompt-lookup decoding as a user calls it, with no eos (``eos_token_id=None``) and a budget of new tokens
+    that is not a multiple of the candidates (5 new, 3 per lookup): by definition exactly plain greedy's tokens, as
+    many as asked. ``prompt-lookup`` gives both runs an eos greedy never produces and 16 new tokens."""
+    import torch
+
+    (head,) = s.rows(6, seed=8)
+    row = head * 3  # repeated n-grams give the lookup something to propose
+    ids = torch.tensor([row], device=s.model.device)
+    common = dict(max_new_tokens=5, do_sample=False, eos_token_id=None, pad_token_id=0,
+                  attention_mask=torch.ones_like(ids))
+    with torch.no_grad():
+        greedy = s.model.generate(ids, **common)[0, len(row):].tolist()
+        lookup = s.model.generate(ids, prompt_lookup_num_tokens=3, **common)[0, len(row):].tolist()
+    if lookup != greedy and not _tie(s.model, row, lookup, greedy):
+        raise DefectObserved(f"prompt lookup (eos_token_id=None, 5 new tokens): {lookup} != plain greedy {greedy}",
+                             step=_first_diff(lookup, greedy))
+    return {"tokens": len(lookup)}
+
+
 @scenario("beam", needs=("reorder",))
 def beam(s: Subject) -> dict:
     import torch
