@@ -113,7 +113,9 @@ def tiny_model(model_type: str, seed: int = 0, model_class: Any = None, **overri
 # by 1e-2 to 4 (measured on 5.24.0, 11 decoder-only types: docs/matrix.md, "Loud tiny models"). The draw itself is the
 # seed's (the tensors are scaled, not redrawn), so a seed still gives one model, and a 1-layer copy of the same
 # seed keeps the target's first layer.
-ROUNDING = 1e-5  # float32, calibrated: a correct path stays under it (largest measured 1.4e-6)
+# float32, calibrated: a correct path stays under it. Largest measured: 8.1e-6 over the 1505 passes of the whole
+# 5.24.0 sweep (nemotron / assisted; 1.4e-6 over 11 types' cached generate()): 2.5x margin, 5x under the tolerance.
+ROUNDING = 2e-5
 EMBEDDING_STD = 1.0
 
 
