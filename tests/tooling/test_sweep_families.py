@@ -148,7 +148,12 @@ def test_calibration_leaves_sinusoidal_positions_as_defined():
     (s2s-uncached off by 0.78 on 5.24.0), so the calibration leaves tables that are defined, not drawn."""
     import torch
 
-    model = sweep_families.build_seq2seq("fsmt")
+    from hf_genfix.oracles import ProbeSkipped
+
+    try:
+        model = sweep_families.build_seq2seq("fsmt")
+    except ProbeSkipped as exc:  # 4.57.6: FSMT's config is composite, the sweep does not build it
+        pytest.skip(str(exc))
     tables = [m for m in model.modules() if "Sinusoidal" in type(m).__name__]
     assert tables
     for table in tables:
