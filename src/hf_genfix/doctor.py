@@ -19,7 +19,8 @@ other than DefectObserved / ProbeSkipped).
 the installed release (``hf_genfix.oracles.sweep``, progress on stderr) and reports the failures no manifest
 explains; a scenario the model cannot do is ``unsupported`` and a defect of the catalog ``known``, neither changes
 the exit status.
-``--differential`` also runs every scenario without hf_genfix and compares (never worse than upstream).
+``--differential`` also runs every scenario without hf_genfix and compares (never worse than upstream); ``--recall``
+says how many of the defects the probes show here the sweep finds by itself (K of N, each miss with why).
 
 Exit status: 0 every patch checks out; 1 a failing patch (above), or a new defect with ``--sweep``; 2 a usage
 error (every argument is checked before the first probe: an ``--output`` whose folder is missing or takes no file,
@@ -608,6 +609,9 @@ def main(argv: Sequence[str] | None = None, registry: Any = None) -> int:
     parser.add_argument("--differential", action="store_true",
                         help="with --sweep: also run every scenario without hf_genfix and compare the outputs "
                              "(never worse than upstream; about twice the time)")
+    parser.add_argument("--recall", action="store_true",
+                        help="with --sweep: say how many of the defects the probes show on this release the sweep "
+                             "finds by itself (K of N, each miss with why); runs the sweep --differential")
     parser.add_argument("--quick", action="store_true",
                         help="with --sweep: a fixed sample of the architectures and combinations (a couple of "
                              "minutes); the matrix run covers them all")
@@ -622,7 +626,8 @@ def main(argv: Sequence[str] | None = None, registry: Any = None) -> int:
     # exit status 2 at once, not minutes of probes and then a traceback.
     sweep_only = [flag for flag, given in (("--differential", args.differential), ("--quick", args.quick),
                                            ("--arch", args.arch), ("--scenario", args.scenario),
-                                           ("--sweep-budget", args.sweep_budget is not None)) if given]
+                                           ("--sweep-budget", args.sweep_budget is not None),
+                                           ("--recall", args.recall)) if given]
     if sweep_only and not args.sweep:
         parser.error(f"{', '.join(sweep_only)} go{'es' if len(sweep_only) == 1 else ''} with --sweep")
     from .oracles.precision import dtype_name, precision
@@ -772,6 +777,12 @@ def missing_requirement(device: str = "cpu") -> str | None:
     return None
 
 
+def known_defects(report: dict[str, Any]) -> list[str]:
+    """The patches whose probe shows their defect on this release (the run without the patch saw it): what
+    ``--recall`` asks the sweep to find by itself."""
+    return [p["id"] for p in report["patches"] if (p.get("without") or {}).get("outcome") == DEFECT]
+
+
 def _main(args: argparse.Namespace, registry: Any, setting: Any) -> int:
     with _one_torch_thread():
         report = diagnose(registry, only=args.patch)
@@ -786,7 +797,7 @@ def _main(args: argparse.Namespace, registry: Any, setting: Any) -> int:
             report["sweep"] = sweep_mod.run_sweep(
                 registry, archs=args.arch or None, scenarios=args.scenario or None, budget_s=args.sweep_budget,
                 differential_all=args.differential, progress=None if args.quiet else sweep_mod.stderr_progress,
-                quick=args.quick,
+                quick=args.quick, recall=known_defects(report) if args.recall else None,
             )
         if sweep_mod.failed(report["sweep"]):
             exit_code = EXIT_FAILING

@@ -64,6 +64,9 @@ class Observation:
     seconds: float = 0.0
     where: str = ""  # file:line of the exception, for a crash
     caught: bool = False  # the oracle caught the exception and reported it as the defect (DefectObserved)
+    # patch id -> calls it changed during the run (``hf_genfix.recording()``; only fix modules that report count):
+    # which patch turned upstream's answer into this one (``doctor --sweep --recall``).
+    changed: dict[str, int] = field(default_factory=dict)
 
 
 def observe(scenario: Callable[[Any], Any], subject: Any, models: tuple[Any, ...] = (),
@@ -71,11 +74,15 @@ def observe(scenario: Callable[[Any], Any], subject: Any, models: tuple[Any, ...
     """Run ``scenario(subject)`` once, recording the outputs of ``models`` (see ``recording``)."""
     import traceback
 
+    from .. import _record
+
     start = time.perf_counter()
     outputs: list[dict[str, Any]] = []
+    record = _record.Recording()
     try:
         with warnings.catch_warnings(), contextlib.ExitStack() as stack:
             warnings.simplefilter("ignore")
+            record = stack.enter_context(_record.recording())
             for model in models:
                 # generate() keeps a static cache on the model (``_cache``) and reuses it in the next call: one left
                 # half-built by a run that raised made the other run raise otherwise (5.0.0 xglm, ctrl, trocr). Each
@@ -100,6 +107,7 @@ def observe(scenario: Callable[[Any], Any], subject: Any, models: tuple[Any, ...
     else:
         obs = Observation(PASS, "", None, _plain(figures if isinstance(figures, dict) else {}))
     obs.outputs = outputs
+    obs.changed = {pid: n for pid, (_, n) in record.counts.items() if n}
     obs.seconds = round(time.perf_counter() - start, 3)
     return obs
 

@@ -29,7 +29,7 @@ from . import sliding_static, sweep
 from .generation import check_rows_against_reference, generate_steps, right_pad
 from .outcome import DefectObserved, ProbeSkipped
 from .precision import cast, tolerance
-from .tiny import tiny_config
+from .tiny import calibrate, tiny_config
 
 ENCODER_DECODER, IMAGE_TEXT_KIND = "encoder-decoder", "image-text"
 QUICK_PER_KIND = 4  # architectures of each of these kinds on ``doctor --sweep --quick``
@@ -98,7 +98,7 @@ def _checked_build(make: Callable[[], Any], seed: int) -> Any:
     torch.manual_seed(seed)
     with torch.no_grad(), torch.device("cpu"):  # CUDA's generator would draw other weights for the seed
         model = make()
-    return cast(model.float().eval())
+    return cast(calibrate(model.float()).eval())  # loud: the sweep's calibration rule (oracles.tiny)
 
 
 class Seq2SeqSubject:
