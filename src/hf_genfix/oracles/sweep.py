@@ -67,6 +67,11 @@ UNUSABLE = "unusable"  # the architecture's tiny config does not suit it: every 
 # tolerance: neither clean nor a clear defect, so it is listed, never counted as rounding (exit status unchanged).
 SUSPECT = "suspect"
 LOUD = "upstream-error"  # transformers raises, the same without hf_genfix, and no patch removes it
+# A silently wrong upstream path the sweep found and patches/open-findings.json records (what is known of it, where
+# it was measured) while no patch fixes it yet: listed in every report with its record, never counted as passing,
+# and not failing the sweep again and again for a defect already on file. Only upstream's failure can be open: a
+# run that hf_genfix makes worse is still a failure.
+OPEN = "open"
 FAILING = (CATALOG_WRONG, WORSE, UNKNOWN)
 MEANING = {
     PASS: "the output matches the oracle",
@@ -76,6 +81,8 @@ MEANING = {
     CATALOG_WRONG: "a patch removes it, but its affected range excludes this release: the catalog is wrong",
     WORSE: "upstream passes with every patch off, hf_genfix fails: a regression hf_genfix causes",
     UNKNOWN: "a defect no manifest explains: new",
+    OPEN: "a silently wrong upstream path already on file in patches/open-findings.json, not patched yet (the "
+          "record says what is known); not new, and not fixed: your outputs are upstream's, defect included",
     SUSPECT: "the oracle passes, but the output is off by more than float rounding (above the rounding threshold, "
              "at most the oracle's tolerance): listed for a look, not a verdict",
     UNUSABLE: "every scenario of the architecture crashes alike: its tiny config does not suit it",
@@ -705,6 +712,9 @@ def explain(registry: Any, func: Scenario, subject: Subject, out: dict[str, Any]
         return {"verdict": LOUD, "explained_by": None,
                 "cause": "upstream raises it too, " + (f"with every patch off: {pair['upstream'].message}" if pair
                                                         else "no patch is installed here")}
+    record = open_finding(name, subject.model_type, transformers_version())
+    if record is not None and (pair is None or pair["verdict"] != differential.WORSE):
+        return {"verdict": OPEN, "explained_by": None, "cause": f"open finding: {record['what']}"}
     cause = "unknown"
     if pair is not None and pair["verdict"] == differential.WORSE:
         cause += f"; without hf_genfix it fails otherwise: {pair['upstream'].message}"
@@ -873,6 +883,32 @@ def recall_lines(recall: dict[str, Any]) -> list[str]:
     return lines
 
 
+def open_findings() -> list[dict[str, Any]]:
+    """The records of patches/open-findings.json: scenario, arch (a glob of model types), affected (a version
+    specifier), what (the defect as far as it is known), found (where and how much)."""
+    import json
+    import os
+
+    from .._config import manifest_dir
+
+    path = os.path.join(manifest_dir(), "open-findings.json")
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)["findings"]
+
+
+def open_finding(scenario: str, model_type: str, version: str | None) -> dict[str, Any] | None:
+    """The open-finding record that covers this scenario on this model type and release, if one does."""
+    from .._registry import in_range
+
+    for record in open_findings():
+        if record["scenario"] == scenario and fnmatch.fnmatchcase(model_type, record["arch"]) and \
+                version is not None and in_range(record["affected"], version):
+            return record
+    return None
+
+
 def run_sweep(registry: Any = None, archs: Iterable[str] | None = None, scenarios: Iterable[str] | None = None,
               budget_s: float | None = None, differential_all: bool = False,
               progress: Callable[[str], None] | None = None, quick: bool = False,
@@ -1006,7 +1042,8 @@ def _run_sweep(registry: Any, archs: Iterable[str] | None, scenarios: Iterable[s
                        "cause": out.get("cause", out.get("message", "")), "explained_by": out.get("explained_by"),
                        "summary": summaries.get(out.get("explained_by") or "", ""),
                        "catalog_wrong": out.get("catalog_wrong", False)}
-            group = {CATALOG_WRONG: KNOWN, WORSE: UNKNOWN, LOUD: UNSUPPORTED}.get(out["verdict"], out["verdict"])
+            group = {CATALOG_WRONG: KNOWN, WORSE: UNKNOWN, LOUD: UNSUPPORTED, OPEN: KNOWN}.get(out["verdict"],
+                                                                                            out["verdict"])
             if out["verdict"] == UNSUPPORTED and name not in runs:
                 continue  # not run at all (no KV cache): in the per-architecture results only
             findings[group].append(finding)
@@ -1119,7 +1156,9 @@ def counts_of(sweep: dict[str, Any]) -> dict[str, int]:
     worse = sum(1 for f in sweep["unknown"] if f["verdict"] == WORSE)
     wrong = sum(1 for f in sweep.get("known", []) if f.get("catalog_wrong"))
     loud = sum(1 for f in sweep.get("unsupported", []) if f["verdict"] == LOUD)
-    return {"unknown": len(sweep["unknown"]) - worse, "worse": worse, "known": len(sweep.get("known", [])) - wrong,
+    opened = sum(1 for f in sweep.get("known", []) if f["verdict"] == OPEN)
+    return {"unknown": len(sweep["unknown"]) - worse, "worse": worse, "open": opened,
+            "known": len(sweep.get("known", [])) - wrong - opened,
             "catalog_wrong": wrong, "unsupported": len(sweep.get("unsupported", [])) - loud, "upstream_error": loud,
             "suspect": len(sweep.get("suspect", []))}
 
@@ -1144,7 +1183,8 @@ def render_text(sweep: dict[str, Any]) -> str:
     for arch, message in sweep.get("unusable", {}).items():
         lines.append(f"  unusable tiny: {arch}: every scenario fails with {message}")
     for f in sweep["unknown"] + sweep.get("known", []):
-        label = {WORSE: "WORSE THAN UPSTREAM", UNKNOWN: "UNKNOWN DEFECT", CATALOG_WRONG: "CATALOG WRONG"}.get(
+        label = {WORSE: "WORSE THAN UPSTREAM", UNKNOWN: "UNKNOWN DEFECT", CATALOG_WRONG: "CATALOG WRONG",
+                 OPEN: "OPEN (on file, not patched)"}.get(
             f["verdict"], f["verdict"])
         where = f"step {f['step']}" if f.get("step") is not None else "-"
         diff = f.get("max_logit_diff")
@@ -1169,7 +1209,8 @@ def render_text(sweep: dict[str, Any]) -> str:
         lines.extend(recall_lines(sweep["recall"]))
     n = counts_of(sweep)
     lines.append(f"sweep: {'FAILED' if failed(sweep) else 'OK'}: {n['unknown']} unknown defect(s), {n['worse']} worse "
-                 f"than upstream, {n['known']} known (in the catalog), {n['unsupported']} unsupported by the model, "
+                 f"than upstream, {n['open']} open (on file, not patched), {n['known']} known (in the catalog), "
+                 f"{n['unsupported']} unsupported by the model, "
                  f"{n['upstream_error']} loud upstream error(s), {n['suspect']} suspect"
                  + (f", {n['catalog_wrong']} explained by a patch whose range excludes this release (catalog wrong)"
                     if n["catalog_wrong"] else ""))
