@@ -1235,6 +1235,11 @@ def check(version: str, models: Sequence[str] = (), trust_remote_code: bool = Fa
         result: dict[str, Any] = {"from": current, "to": there.get("transformers") or version,
                                   "torch": now.get("torch"), "environment": str(Path(python).parent.parent),
                                   "patches": compare_patches(now, there, fixed), "models": None, "tests": None}
+        # The matrix judged each release with the torch versions in patches/judged-torch.json (docs/matrix.md, the
+        # torch axis); a probe's verdict can change with torch, so say when the user's is none of them.
+        from .catalog import torch_not_judged
+
+        result["torch_not_judged"] = torch_not_judged(result["to"], now.get("torch"))
         if sweep:
             new_unknown = _sweep_unknown(there) - _sweep_unknown(now)
             result["sweep_new_unknown"] = sorted(new_unknown)
@@ -1285,6 +1290,8 @@ def check(version: str, models: Sequence[str] = (), trust_remote_code: bool = Fa
                                "patch_calls_there": tests_there["patch_calls"]}
     result["summary"] = summarize(result["to"], current, result["patches"], result["models"], result["tests"],
                                   used, tokenizers)
+    if result.get("torch_not_judged"):
+        result["summary"]["lines"].insert(1, result["torch_not_judged"])
     result["seconds"] = round(time.monotonic() - start, 1)
     result["load_average"] = [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
     say(f"done in {result['seconds']:.0f} s (load average {result['load_average']})")
