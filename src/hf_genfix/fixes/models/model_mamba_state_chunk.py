@@ -102,8 +102,8 @@ def probe_refusal(model_type: str) -> dict:
     model = loud_model(model_type)
     row, turn = [17, 44, 91, 23, 5, 60, 12, 77, 30, 9], [40, 41, 42]
     with torch.no_grad():
-        cache = model(torch.tensor([row]), use_cache=True).cache_params
-    ids = torch.tensor([row + turn])
+        cache = model(torch.tensor([row], device=model.device), use_cache=True).cache_params
+    ids = torch.tensor([row + turn], device=model.device)
     try:
         run = generate_steps(model, ids, torch.ones_like(ids), max_new_tokens=4, cache_params=copy.deepcopy(cache),
                              pad_token_id=0, eos_token_id=None, min_new_tokens=4)
