@@ -80,7 +80,7 @@ def test_the_patch_says_so_once(wrong_upstream, applied):
         SCENARIOS["image-prefill-chunks-padded"](wrong_upstream)
 
 
-def _bitwise(subject, applied, prompts, images, **options):
+def _assert_bitwise_upstream(subject, applied, prompts, images, **options):
     import torch
 
     runs = []
@@ -105,10 +105,10 @@ def test_where_upstream_chunks_right_it_is_bitwise_upstream(model_type, applied)
         pytest.skip("5.23+ refuses mllama's raw pixels in chunks (upstream's error, untouched)")
     subject = _subject(model_type)
     prompts, images = imagetext._rows(subject, (6, 3), seed=30)
-    _bitwise(subject, applied, prompts, images, prefill_chunk_size=3)
+    _assert_bitwise_upstream(subject, applied, prompts, images, prefill_chunk_size=3)
 
 
 def test_a_prompt_within_one_chunk_is_bitwise_upstream(applied):
     subject = _subject("gemma3")
     prompts, images = imagetext._rows(subject, (6, 3), seed=30)
-    _bitwise(subject, applied, prompts, images, prefill_chunk_size=64)
+    _assert_bitwise_upstream(subject, applied, prompts, images, prefill_chunk_size=64)

@@ -42,7 +42,7 @@ print(json.dumps({{
 """
 
 
-def _check(out: dict) -> None:
+def _assert_pads_with_eos(out: dict) -> None:
     assert out["torch"] is False
     assert out["state"] == "applied"
     # applied means applied: the batch pads with eos, as it does where torch is installed
@@ -52,13 +52,14 @@ def _check(out: dict) -> None:
 
 
 def test_pad_token_pads_a_batch_where_torch_cannot_be_imported():
-    _check(run_json(PROGRAM.format(block='sys.modules["torch"] = None  # as if torch were not installed')))
+    blocked = 'sys.modules["torch"] = None  # as if torch were not installed'
+    _assert_pads_with_eos(run_json(PROGRAM.format(block=blocked)))
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="torch is installed here (the test above "
                     "blocks it instead)")
 def test_pad_token_pads_a_batch_without_torch_installed():
-    _check(run_json(PROGRAM.format(block="")))
+    _assert_pads_with_eos(run_json(PROGRAM.format(block="")))
 
 
 def test_a_failed_guess_is_said_once_and_leaves_the_tokenizer_as_upstream_loads_it(monkeypatch, caplog):
