@@ -637,6 +637,7 @@ def doctor(env_name: str, results: Path = RESULTS, tox_ini: Path = TOX_INI) -> i
     sweep shows wrong (what ``hf-genfix doctor --sweep`` exits 1 for).
     """
     out = Path(results) / f"{env_name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)  # doctor creates no folders (a typo in --output is an error)
     swept = split_env(env_name)[0] in suite_releases(tox_ini)
     cmd = [sys.executable, "-m", "hf_genfix", "doctor", "--output", str(out)]
     code = subprocess.call(cmd + (SWEEP_ARGS if swept else []))

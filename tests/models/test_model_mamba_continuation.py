@@ -30,6 +30,10 @@ ROW, TURN = [17, 44, 91, 23, 5, 60, 12, 77, 30, 9], [40, 41, 42]
 
 @pytest.fixture(scope="module", params=list(PATCHES))
 def subject(request):
+    # Where the patch is not applied upstream is wrong or refused (model-mamba-state-chunk before 5.17, whose own
+    # tests check the refusal) and nothing of this patch runs: there is nothing of it to test.
+    if not _applied(PATCHES[request.param]):
+        pytest.skip(f"{PATCHES[request.param]} does not apply to this release")
     try:
         return request.param, loud_model(request.param)
     except ProbeSkipped as exc:
