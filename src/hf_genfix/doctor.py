@@ -679,26 +679,17 @@ def output_problem(path: str) -> str | None:
 def write_report(report: dict[str, Any], path: str) -> None:
     """Write the JSON report to ``path`` atomically: a reader (or an interrupted run) sees the old file or the
     whole new one, never a truncated report."""
+    from ._atomic import replace_with_text
+
     text = json.dumps(report, indent=2) + "\n"
     target = Path(path)
     if target.exists() and not target.is_file():  # a device or a pipe: nothing to replace
         with open(target, "w", encoding="utf-8") as fh:
             fh.write(text)
         return
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        umask = os.umask(0)  # mkstemp makes the file 0600; a report is as readable as any file the user writes
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    umask = os.umask(0)  # mkstemp makes the file 0600; a report is as readable as any file the user writes
+    os.umask(umask)
+    replace_with_text(target, text, mode=0o666 & ~umask)
 
 
 def unknown_patches(only: Sequence[str], registry: Any = None) -> str | None:

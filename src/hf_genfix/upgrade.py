@@ -64,18 +64,10 @@ class EnvError(Exception):
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to a temporary file in ``path``'s folder, then ``os.replace`` it: a reader (another check,
     or the next one after this one was killed) sees the old file or the whole new one, never a part."""
+    from ._atomic import replace_with_text
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    replace_with_text(path, text)
 
 
 def read_cached(path: Path, valid: Callable[[Any], bool],
