@@ -70,6 +70,11 @@ def _obs(outcome, output=0.0, error=None, message="m"):
     (("raised", 0.0, "TypeError"), ("pass", 2.0), "corrected"),
     (("raised", 0.0, "TypeError"), ("raised", 0.0, "TypeError"), "same-exception"),
     (("raised", 0.0, "TypeError"), ("raised", 0.0, "ValueError"), "worse"),
+    # loud both ways, and hf_genfix's failure is transformers refusing the call in words (5.2's MiniMax)
+    (("raised", 0.0, "TypeError"), ("raised", 0.0, "RuntimeError", "MiniMaxCache doesnot support `crop` method"),
+     "same-exception"),
+    (("wrong", 1.0), ("raised", 0.0, "RuntimeError", "this is not supported"), "refused"),
+    (("raised", 0.0, "RuntimeError"), ("raised", 0.0, "MambaStateChunkUnsupported"), "same-exception"),
     (("raised", 0.0, "TypeError"), ("wrong", 0.0), "worse"),  # silently wrong where upstream raised
     (("wrong", 1.0), ("wrong", 1.0), "unchanged"),
     (("wrong", 1.0), ("wrong", 3.0), "worse"),           # another wrong answer

@@ -182,6 +182,21 @@ model.generate(ids, attention_mask=torch.ones_like(ids), pixel_values=torch.rand
 """
 
 
+def _qwen_vl(folder: str, model_class: str) -> str:
+    """One image (4x4 patches: 4 soft tokens between vision start and end) through a Qwen-VL generate()."""
+    return f"""
+import inspect
+import torch
+from transformers import AutoConfig, {model_class}
+model = {model_class}(AutoConfig.from_pretrained(REPO + "/{folder}")).eval()
+ids = torch.tensor([[1, 5, 6, 120, 122, 122, 122, 122, 121, 7, 8]])
+image = dict(pixel_values=torch.rand(16, 24), image_grid_thw=torch.tensor([[1, 4, 4]]))
+if "mm_token_type_ids" in inspect.signature(model.forward).parameters:
+    image["mm_token_type_ids"] = (ids == 122).long()
+model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=2, do_sample=False, **image)
+"""
+
+
 # patch id -> the programs that meet its defect (names of PROGRAM_CODE). A patch missing here fails its test.
 PROGRAMS: dict[str, tuple[str, ...]] = {
     "pad-token": ("tokenizer", "pipeline"),
@@ -200,6 +215,13 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "model-idefics3-uncached-pixels": ("idefics3",),
     "model-smolvlm-uncached-pixels": ("smolvlm",),
     "model-falcon-h1-chunk-state": ("falcon-h1",),
+    "model-mamba-continuation": ("mamba",),
+    "model-mamba-state-chunk": ("mamba",),
+    "model-falcon-mamba-state-chunk": ("falcon-mamba",),
+    "model-falcon-mamba-continuation": ("falcon-mamba",),
+    "model-mamba2-continuation": ("mamba2",),
+    "model-zamba-chunk-state": ("zamba",),
+    "model-zamba2-step-dt-limit": ("zamba2",),
     "model-xglm-positions": ("xglm", "xglm-no-cache"),
     "prepare-inputs-full-ids-positions": ("openai-gpt",),
     "model-led-static-cache": ("led-static",),
@@ -207,6 +229,12 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "model-fsmt-cached-positions": ("fsmt-static",),
     "model-paligemma-static-cache": ("paligemma-static",),
     "model-paligemma-uncached-prefix": ("paligemma-uncached",),
+    "decoding-image-prefill-chunks": ("llama",),  # a target in generation.utils: any generate() imports it
+    "decoding-image-prefill-chunks-bidirectional": ("gemma3-vlm",),
+    "model-qwen2-vl-rope-deltas": ("qwen2-vl",),
+    "model-qwen2-vl-rope-deltas-steps": ("qwen2-vl",),
+    "model-qwen2-5-vl-rope-deltas": ("qwen2-5-vl",),
+    "model-qwen2-5-vl-rope-deltas-steps": ("qwen2-5-vl",),
     "model-mvp-static-cache": ("mvp-static",),
     "model-nllb-moe-static-cache": ("nllb-moe-static",),
     "model-seamless-m4t-static-cache": ("seamless_m4t-static",),
@@ -282,6 +310,11 @@ model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sa
     "gemma4-text": _generate("gemma4"),
     "rwkv": _generate("rwkv", "RwkvForCausalLM"),
     "falcon-h1": _generate("falcon-h1"),
+    "mamba": _generate("mamba", "MambaForCausalLM"),
+    "falcon-mamba": _generate("falcon-mamba", "FalconMambaForCausalLM"),
+    "mamba2": _generate("mamba2", "Mamba2ForCausalLM"),
+    "zamba": _generate("zamba", "ZambaForCausalLM"),
+    "zamba2": _generate("zamba2", "Zamba2ForCausalLM"),
     "xglm": _generate("xglm"),
     "openai-gpt": _generate("openai-gpt"),
     "xglm-no-cache": _generate("xglm", use_cache=False),
@@ -325,6 +358,8 @@ model.generate(pixel_values=torch.rand(2, 3, 16, 16), input_ids=ids, attention_m
        for t in ("led", "fsmt", "mvp", "nllb-moe")},
     **{f"{t}-static": _generate(t, "AutoModelForSeq2SeqLM") for t in ("seamless_m4t", "seamless_m4t_v2")},
     "paligemma-uncached": _paligemma(use_cache=False),
+    "qwen2-vl": _qwen_vl("qwen2-vl", "Qwen2VLForConditionalGeneration"),
+    "qwen2-5-vl": _qwen_vl("qwen2-5-vl", "Qwen2_5_VLForConditionalGeneration"),
 }
 
 CHILD = """
@@ -384,9 +419,16 @@ def _write_repos(root: Path) -> dict[str, str]:
         "idefics2": lambda: build_image_text("idefics2").config,
         "idefics3": lambda: build_image_text("idefics3").config,
         "smolvlm": lambda: build_image_text("smolvlm").config,
+        "qwen2-vl": lambda: build_image_text("qwen2_vl").config,
+        "qwen2-5-vl": lambda: build_image_text("qwen2_5_vl").config,
         **{t: (lambda t=t: build_seq2seq(t).config)
            for t in ("led", "fsmt", "mvp", "nllb-moe", "seamless_m4t", "seamless_m4t_v2")},
         "falcon-h1": lambda: _buildable("falcon_h1", **_ssm_overrides("falcon_h1")),
+        "mamba": lambda: _buildable("mamba"),
+        "falcon-mamba": lambda: _buildable("falcon_mamba"),
+        "mamba2": lambda: _buildable("mamba2"),
+        "zamba": lambda: _buildable("zamba", use_mamba_kernels=False),
+        "zamba2": lambda: _buildable("zamba2", use_mamba_kernels=False),
         "xglm": lambda: _buildable("xglm"),
         "openai-gpt": lambda: _buildable("openai-gpt"),
         "phimoe": lambda: tiny_config("phimoe", sliding_window=WINDOW),
@@ -420,9 +462,9 @@ def _buildable(model_type: str, **overrides: object) -> object:
 
 def _program_folder(name: str) -> str | None:
     for folder in ("llama", "phi3", "rwkv", "gpt-neox", "mistral", "gemma2", "gemma4-vlm", "gemma3-vlm", "gemma4",
-                   "kosmos-2", "falcon-h1", "xglm", "openai-gpt", "phimoe", "qwen2-moe", "jetmoe",
+                   "kosmos-2", "falcon-h1", "falcon-mamba", "mamba2", "mamba", "zamba2", "zamba", "xglm", "openai-gpt", "phimoe", "qwen2-moe", "jetmoe",
                    "speech-to-text-2", "paligemma", "idefics2", "idefics3", "smolvlm", "led", "fsmt", "mvp",
-                   "nllb-moe", "seamless_m4t", "seamless_m4t_v2"):
+                   "nllb-moe", "seamless_m4t", "seamless_m4t_v2", "qwen2-vl", "qwen2-5-vl"):
         if f'"/{folder}"' in PROGRAM_CODE[name]:
             return folder
     return None

@@ -23,10 +23,12 @@ from ._config import RESERVED, manifest_dir
 from ._errors import ManifestError
 from .fixes import FAMILIES
 
-__all__ = ["FAMILIES", "PatchStatus", "STILL_APPLIES", "check", "judged_torch", "outside_verified", "summary_line",
-           "torch_not_judged", "verified_range", "warn_if_unverified"]
+__all__ = ["FAMILIES", "PatchStatus", "STILL_APPLIES", "check", "judged_torch", "open_finding", "open_findings",
+           "outside_verified", "summary_line", "torch_not_judged", "verified_range", "warn_if_unverified"]
 
 FILE_NAME = "verified.json"
+# Silently wrong upstream paths found and on file, not patched (doctor --sweep's and doctor's "open" verdict).
+OPEN_FINDINGS = "open-findings.json"
 # Every torch each release of the matrix was judged with (`python scripts/matrix.py report`, from the doctor reports).
 JUDGED_TORCH = "judged-torch.json"
 
@@ -79,6 +81,42 @@ class PatchStatus:
         d["targets"] = list(self.targets)
         d["fixed_upstream"] = dict(self.fixed_upstream)
         return d
+
+
+def open_findings() -> list[dict[str, Any]]:
+    """The records of patches/open-findings.json: scenario, arch (a glob of model types), affected (a version
+    specifier), what (the defect as far as it is known), found (where and how much)."""
+    path = os.path.join(manifest_dir(), OPEN_FINDINGS)
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)["findings"]
+
+
+def open_finding(scenario: str, model_type: str, version: str | None) -> dict[str, Any] | None:
+    """The open-finding record that covers ``scenario`` on ``model_type`` (a glob: ``*`` for a claim that names no
+    model type) on this release, if one does."""
+    import fnmatch
+
+    from ._registry import in_range
+
+    for record in open_findings():
+        if record["scenario"] == scenario and fnmatch.fnmatchcase(model_type, record["arch"]) and \
+                version is not None and in_range(record["affected"], version):
+            return record
+    return None
+
+
+def open_finding_for_claims(claims: tuple[str, ...], version: str | None) -> dict[str, Any] | None:
+    """The open finding that covers one of a manifest's ``sweep`` claims (``scenario/model-type``) on this
+    release: what doctor reports where a probe shows its defect outside the patch's range, on a release where
+    that path is on file as wrong for another reason."""
+    for claim in claims:
+        scenario, _, arch = claim.partition("/")
+        record = open_finding(scenario, arch or "*", version)
+        if record is not None:
+            return record
+    return None
 
 
 def verified_range() -> tuple[str, str] | None:

@@ -19,7 +19,8 @@ other than DefectObserved / ProbeSkipped).
 the installed release (``hf_genfix.oracles.sweep``, progress on stderr) and reports the failures no manifest
 explains; a scenario the model cannot do is ``unsupported`` and a defect of the catalog ``known``, neither changes
 the exit status.
-``--differential`` also runs every scenario without hf_genfix and compares (never worse than upstream).
+``--differential`` also runs every scenario without hf_genfix and compares (never worse than upstream); ``--recall``
+says how many of the defects the probes show here the sweep finds by itself (K of N, each miss with why).
 
 Exit status: 0 every patch checks out; 1 a failing patch (above), or a new defect with ``--sweep``; 2 a usage
 error (every argument is checked before the first probe: an ``--output`` whose folder is missing or takes no file,
@@ -77,6 +78,8 @@ FIXED = "fixed"                    # defect without the patch, none with it
 NOT_NEEDED = "not-needed"          # outside the range and no defect
 NOT_REPRODUCED = "not-reproduced"  # installed, but the probe sees no defect without it either
 SKIPPED_VERDICT = "skipped"        # the scenario cannot run on this release
+OPEN = "open"                      # outside the range, the probe's path is wrong here for a reason on file in
+                                   # patches/open-findings.json (another defect, not patched yet)
 EXPOSED = "exposed"                # the user switched the patch off (or it is pending) and the defect is there
 UNCHECKED = "unchecked"            # no defect seen, patch not installed for a reason other than the range
 FAILING = (NOT_FIXED, CATALOG_WRONG, UNPROTECTED, PROBE_ERROR)
@@ -190,8 +193,9 @@ def describe_target(target: str) -> dict[str, Any]:
 
 # -- judging one patch ------------------------------------------------------------------------------------------
 def judge(state: str, in_range: bool | None, without: ProbeRun | None, with_patch: ProbeRun | None,
-          version: str | None, affected: str) -> tuple[str, str]:
-    """(verdict, message) from the patch's state and the probe runs."""
+          version: str | None, affected: str, open_record: dict | None = None) -> tuple[str, str]:
+    """(verdict, message) from the patch's state and the probe runs. ``open_record``: the open finding that covers
+    the patch's sweep claims on this release, if one does (a defect outside the range is then that one)."""
     runs = [r for r in (without, with_patch) if r is not None]
     for run in runs:
         if run.outcome == ERROR:
@@ -218,6 +222,10 @@ def judge(state: str, in_range: bool | None, without: ProbeRun | None, with_patc
     if without.outcome == SKIPPED:
         return SKIPPED_VERDICT, without.message
     if without.outcome == DEFECT:
+        if in_range is False and open_record is not None:
+            return OPEN, (f"outside {affected!r}, and this path is on file as wrong on transformers {version} for "
+                          f"another reason (patches/open-findings.json): {open_record['what']} -- the probe: "
+                          f"{without.message}")
         if in_range is False:
             return CATALOG_WRONG, (
                 f"catalog wrong: the defect shows on transformers {version}, which affected {affected!r} "
@@ -272,7 +280,10 @@ def check_patch(registry: Any, status: Any, manifest: Any) -> PatchReport:
         else:
             without = run_probe(probe)
     state = status.state
-    verdict, message = judge(state, inside, without, with_patch, version, manifest.affected)
+    from .catalog import open_finding_for_claims
+
+    open_record = open_finding_for_claims(manifest.sweep, version) if inside is False else None
+    verdict, message = judge(state, inside, without, with_patch, version, manifest.affected, open_record)
     return PatchReport(
         id=manifest.id, state=state, reason=status.reason, affected=manifest.affected, in_range=inside,
         summary=manifest.summary, verdict=verdict, message=message, without=without, with_patch=with_patch,
@@ -483,6 +494,7 @@ MEANING = {
     FIXED: "the defect shows without the patch and the patch removes it",
     NOT_NEEDED: "this release does not have the defect; the patch stays out",
     SKIPPED_VERDICT: "the probe's scenario cannot run on this release",
+    OPEN: "outside the range, the probe's path is wrong here for another reason on file (patches/open-findings.json)",
     NOT_REPRODUCED: "inside the patch's range, yet no defect without it: the range may be too wide",
     EXPOSED: "the patch is switched off or not installed yet, and the defect is there",
     UNCHECKED: "the patch is switched off or not installed yet; no defect seen without it",
@@ -608,6 +620,9 @@ def main(argv: Sequence[str] | None = None, registry: Any = None) -> int:
     parser.add_argument("--differential", action="store_true",
                         help="with --sweep: also run every scenario without hf_genfix and compare the outputs "
                              "(never worse than upstream; about twice the time)")
+    parser.add_argument("--recall", action="store_true",
+                        help="with --sweep: say how many of the defects the probes show on this release the sweep "
+                             "finds by itself (K of N, each miss with why); runs the sweep --differential")
     parser.add_argument("--quick", action="store_true",
                         help="with --sweep: a fixed sample of the architectures and combinations (a couple of "
                              "minutes); the matrix run covers them all")
@@ -622,7 +637,8 @@ def main(argv: Sequence[str] | None = None, registry: Any = None) -> int:
     # exit status 2 at once, not minutes of probes and then a traceback.
     sweep_only = [flag for flag, given in (("--differential", args.differential), ("--quick", args.quick),
                                            ("--arch", args.arch), ("--scenario", args.scenario),
-                                           ("--sweep-budget", args.sweep_budget is not None)) if given]
+                                           ("--sweep-budget", args.sweep_budget is not None),
+                                           ("--recall", args.recall)) if given]
     if sweep_only and not args.sweep:
         parser.error(f"{', '.join(sweep_only)} go{'es' if len(sweep_only) == 1 else ''} with --sweep")
     from .oracles.precision import dtype_name, precision
@@ -763,6 +779,12 @@ def missing_requirement(device: str = "cpu") -> str | None:
     return None
 
 
+def known_defects(report: dict[str, Any]) -> list[str]:
+    """The patches whose probe shows their defect on this release (the run without the patch saw it): what
+    ``--recall`` asks the sweep to find by itself."""
+    return [p["id"] for p in report["patches"] if (p.get("without") or {}).get("outcome") == DEFECT]
+
+
 def _main(args: argparse.Namespace, registry: Any, setting: Any) -> int:
     with _one_torch_thread():
         report = diagnose(registry, only=args.patch)
@@ -777,7 +799,7 @@ def _main(args: argparse.Namespace, registry: Any, setting: Any) -> int:
             report["sweep"] = sweep_mod.run_sweep(
                 registry, archs=args.arch or None, scenarios=args.scenario or None, budget_s=args.sweep_budget,
                 differential_all=args.differential, progress=None if args.quiet else sweep_mod.stderr_progress,
-                quick=args.quick,
+                quick=args.quick, recall=known_defects(report) if args.recall else None,
             )
         if sweep_mod.failed(report["sweep"]):
             exit_code = EXIT_FAILING

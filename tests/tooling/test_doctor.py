@@ -89,6 +89,30 @@ def test_judge_covers_the_not_needed_and_not_reproduced_cases():
     assert doctor.judge("drift", True, defect, None, "5.0.0", ">=5")[0] == "unprotected"
 
 
+def test_a_defect_outside_the_range_on_file_as_another_is_open_not_catalog_wrong():
+    defect = doctor.ProbeRun(doctor.DEFECT, 0.1, "wrong")
+    record = {"what": "another defect of this release"}
+    verdict, message = doctor.judge("not-needed", False, defect, None, "5.0.0", "<4", record)
+    assert verdict == "open" and "another defect of this release" in message
+    assert verdict not in doctor.FAILING
+    # inside the range an open record changes nothing: the patch must fix its defect there
+    assert doctor.judge("applied", True, defect, defect, "5.0.0", ">=5", record)[0] == "not-fixed"
+
+
+def test_open_findings_cover_a_manifests_sweep_claims(tmp_path, monkeypatch):
+    import json
+
+    from hf_genfix import catalog
+
+    (tmp_path / "open-findings.json").write_text(json.dumps({"findings": [
+        {"scenario": "cached", "arch": "zamba2", "affected": ">=4.49,<5.16", "what": "w", "found": "f"}]}))
+    monkeypatch.setattr(catalog, "manifest_dir", lambda: str(tmp_path))
+    assert catalog.open_finding_for_claims(("second-turn/zamba2", "cached/zamba2"), "5.12.1")["what"] == "w"
+    assert catalog.open_finding_for_claims(("cached/zamba2",), "5.16.0") is None
+    assert catalog.open_finding_for_claims(("cached/mamba",), "5.12.1") is None
+    assert catalog.open_finding_for_claims(("cached",), "5.12.1") is None  # a claim of every type: no glob '*' record
+
+
 # -- what a plain program gets --------------------------------------------------------------------------------
 def _plain(state, reason="installs when genfix_doctor_fixture.other is imported"):
     def start(patches):

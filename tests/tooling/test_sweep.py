@@ -342,3 +342,158 @@ def test_a_model_whose_forward_returns_a_full_fixed_size_cache_cannot_be_continu
     assert not subject.fixed_cache and subject.lacks(("kv", "continue")) == ""
     subject.fixed_cache = True
     assert "fixed-size cache" in subject.lacks(("kv", "padding", "continue"))
+
+
+# -- recall (issue 36, section 1) -------------------------------------------------------------------------------
+def test_recall_counts_a_fake_report():
+    """``--recall`` asks the sweep for the patches whose probe saw the defect without them, and prints K of N with
+    each miss named."""
+    from hf_genfix import doctor
+
+    report = {"patches": [{"id": "a", "without": {"outcome": "defect"}}, {"id": "b", "without": {"outcome": "defect"}},
+                          {"id": "c", "without": {"outcome": "pass"}}, {"id": "d", "without": None}]}
+    assert doctor.known_defects(report) == ["a", "b"]
+    recall = {"transformers": "5.24.0", "known": ["a", "b"], "missed": {"b": "a tokenizer defect: no tokenizer"},
+              "found": {"a": [{"arch": "llama", "scenario": "cached", "how": "it changes the call (1 call(s))"},
+                              {"arch": "gpt2", "scenario": "cached", "how": "it changes the call (2 call(s))"}]}}
+    assert sweep.recall_lines(recall) == [
+        "recall on transformers 5.24.0: 1 of 2 known defects found by the sweep; missed: b",
+        "  found a: llama / cached: it changes the call (1 call(s)) (+1 more)",
+        "  MISSED b: a tokenizer defect: no tokenizer"]
+
+
+def fixed_by_the_patch(subject):
+    if _thing().answer() != 42:
+        raise DefectObserved("answer is wrong", step=0, max_logit_diff=1.0)
+    return {}
+
+
+def test_recall_finds_a_defect_where_its_patch_alone_off_fails_or_forcing_it_fixes(make_registry, fake_scenarios,
+                                                                                    monkeypatch):
+    monkeypatch.setitem(sweep.SCENARIOS, "fixed_by_the_patch", fixed_by_the_patch)
+    registry = make_registry("fixed-here", "unaffected-but-defect", "useless-fix")
+    known = ["fixed-here", "unaffected-but-defect", "useless-fix"]
+    out = sweep.run_sweep(registry, archs=["llama"], scenarios=["fixed_by_the_patch", "unless_forced", "always_wrong"],
+                          recall=known)
+    assert out["differential"]  # recall runs the differential
+    rec = out["recall"]
+    assert rec["known"] == known and set(rec["found"]) == {"fixed-here", "unaffected-but-defect"}
+    assert [h["how"] for h in rec["found"]["fixed-here"]] == ["with it alone off the scenario fails"]
+    assert rec["found"]["fixed-here"][0]["scenario"] == "fixed_by_the_patch"
+    assert rec["found"]["unaffected-but-defect"][0]["how"] == "forcing it removes the failure"
+    # useless-fix wraps the same method and changes nothing: upstream fails, but not because of it
+    assert list(rec["missed"]) == ["useless-fix"]
+    assert rec["missed"]["useless-fix"].startswith("no scenario where upstream fails is changed by it")
+    text = sweep.render_text(out)
+    assert "2 of 3 known defects found by the sweep; missed: useless-fix" in text
+    assert "  MISSED useless-fix: no scenario where upstream fails is changed by it" in text
+
+
+def test_recall_knows_what_the_sweep_cannot_reach(make_registry):
+    recall = sweep.Recall(make_registry("fixed-here"), [])
+    recall.targets = {"tok": ["transformers.tokenization_utils_base:PreTrainedTokenizerBase.__setattr__",
+                              "transformers:PretrainedConfig.get_config_dict"],
+                      "gen": ["transformers.generation.utils:GenerationMixin.generate"],
+                      "rwkv": ["transformers.models.rwkv.modeling_rwkv:RwkvModel.forward"]}
+    recall.families = {"remote": "remote-code"}
+    llama = {"transformers.models.llama.modeling_llama"}
+    assert recall.can_act("remote", llama).startswith("a remote-code defect")
+    assert recall.can_act("tok", llama).startswith("a tokenizer")
+    assert recall.can_act("gen", llama) == ""
+    assert recall.can_act("rwkv", llama) == "its targets are another model's"
+    assert recall.can_act("rwkv", {"transformers.models.rwkv.modeling_rwkv"}) == ""
+
+
+# -- suspect and the calibration (issue 36, section 2) ----------------------------------------------------------
+@pytest.mark.parametrize("diff, verdict", [(5e-7, "pass"), (5e-5, "suspect"), (1e-4, "suspect")])
+def test_a_pass_off_by_more_than_rounding_is_suspect_not_rounding(make_registry, monkeypatch, diff, verdict):
+    monkeypatch.setitem(sweep.SCENARIOS, "close", lambda subject: {"max_logit_diff": diff})
+    out = sweep.run_sweep(make_registry("fixed-here"), archs=["llama"], scenarios=["close"])
+    assert out["architectures"]["llama"]["scenarios"]["close"]["verdict"] == verdict
+    assert out["counts"]["suspect"] == len(out["suspect"]) == (verdict == "suspect")
+    assert not sweep.failed(out)  # listed for a look; the oracle passed
+    text = sweep.render_text(out)
+    assert f"{int(verdict == 'suspect')} suspect" in text
+    if verdict == "suspect":
+        assert f"  SUSPECT: llama / close: off by {diff:.3g}: above the rounding threshold 2e-05" in text
+
+
+def test_half_precision_has_no_suspect_band():
+    from hf_genfix.oracles.precision import precision
+
+    with precision("bfloat16"):
+        assert sweep.rounding_limit() == 2.5e-2 and not sweep.suspect(1e-2)
+    assert sweep.rounding_limit() == 2e-5 and sweep.suspect(3e-5) and not sweep.suspect(1.5e-5)
+    assert not sweep.suspect(True)
+
+
+def test_the_sweeps_tiny_models_are_loud():
+    """The calibration rule (oracles.tiny.calibrate): logits of std ~1, so that a defect (the first token masked
+    out, one pad attended to) moves a logit by far more than 1e-3 while a correct cached path stays within
+    rounding. Uncalibrated, BLOOM's ALiBi moved it by 2.9e-3 for the first token masked out."""
+    import torch
+
+    from hf_genfix.oracles.generation import check_rows_against_reference, generate_steps, left_pad
+    from hf_genfix.oracles.reference import reference_logits
+    from hf_genfix.oracles.tiny import ROUNDING
+
+    for model_type in ("llama", "bloom"):
+        s = sweep.Subject(model_type)
+        (row,) = s.rows(10, seed=6)
+        full = reference_logits(s.model, row)
+        assert 0.5 < float(full.std()) < 2
+        ids = torch.tensor([row])
+        mask = torch.ones_like(ids)
+        mask[0, 0] = 0
+        with torch.no_grad():
+            masked = s.model(input_ids=ids, attention_mask=mask).logits[0, 1:]
+        assert float((masked - full[1:]).abs().max()) > 1e-1
+        rows = s.rows(9, 4, 12, seed=5)
+        run = generate_steps(s.model, *left_pad(rows), max_new_tokens=6)
+        assert check_rows_against_reference(s.model, rows, run, "calibrated")["max_logit_diff"] < ROUNDING
+
+
+def test_penalties_with_inputs_embeds_alone_are_judged_not_called_unsupported():
+    """transformers only warns that repetition_penalty / no_repeat_ngram_size with inputs_embeds alone act on the
+    generated tokens: a warning is not a refusal, so the call is judged row by row against the definition. 5.23
+    began to skip each row's padding length of the ids it penalises, which with inputs_embeds alone are the
+    generated tokens: a padded row's first tokens escape the penalty (row 0 has 2 pads; 5.24.0: wrong at step 1,
+    4.57.6: right)."""
+    from hf_genfix._registry import transformers_version
+    from hf_genfix.oracles.differential import PASS, WRONG
+    from packaging.version import Version
+
+    import hf_genfix
+
+    func = sweep.SCENARIOS["inputs-embeds-penalties"]
+    s = sweep.Subject("llama")
+    assert not func.declines(s) and not s.lacks(func.needs)
+    with hf_genfix.disabled():
+        upstream = sweep.observe(func, s)
+    if Version(transformers_version()) >= Version("5.23.0"):
+        assert upstream.outcome == WRONG, upstream.message
+        assert "with repetition_penalty" in upstream.message and "row 0" in upstream.message
+        assert upstream.figures["step"] == 1 and upstream.figures["max_logit_diff"] > 1e-1
+    else:
+        assert upstream.outcome == PASS, upstream.message
+        assert upstream.figures["options"] == "repetition_penalty, no_repeat_ngram_size"
+
+
+def test_prompt_lookup_without_eos_equals_greedy():
+    """Prompt lookup with eos_token_id=None and 5 new tokens (not a multiple of its 3 candidates) is plain greedy by
+    definition; 4.44-5.12 raise a TypeError there (decoding-prompt-lookup-no-eos, which recall missed before)."""
+    import hf_genfix
+    from hf_genfix._registry import transformers_version
+    from hf_genfix.oracles.differential import PASS, RAISED
+    from packaging.version import Version
+
+    s = sweep.Subject("llama")
+    func = sweep.SCENARIOS["prompt-lookup-plain"]
+    ours = sweep.observe(func, s)
+    assert ours.outcome == PASS and ours.figures["tokens"] == 5, ours.message
+    with hf_genfix.disabled():
+        upstream = sweep.observe(func, s)
+    if Version("4.44.0") <= Version(transformers_version()) < Version("5.13.0"):
+        assert upstream.outcome == RAISED and upstream.error == "TypeError", upstream.message
+    else:
+        assert upstream.outcome == PASS

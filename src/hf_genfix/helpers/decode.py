@@ -51,6 +51,22 @@ def cache_length(cache: Any) -> int:
     raise TypeError(f"cannot tell how many positions a {type(cache).__name__} holds")
 
 
+# What carries an image into a prefill: 5.x ``MULTIMODAL_INPUTS_TO_DROP_OUTSIDE_PREFILL``'s image keys and the
+# pre-encoded features of 5.23+.
+IMAGE_INPUTS = ("pixel_values", "pixel_values_videos", "image_patches", "mm_encoder_outputs", "high_res_pixel_values",
+                "image_embeds")
+
+
+def has_image_inputs(model_kwargs: dict) -> bool:
+    """Whether generate()'s ``model_kwargs`` carry an image (a value under one of ``IMAGE_INPUTS``; a dict of
+    features counts when any of its values is set)."""
+    for key in IMAGE_INPUTS:
+        value = model_kwargs.get(key)
+        if value is not None and not (isinstance(value, dict) and not any(v is not None for v in value.values())):
+            return True
+    return False
+
+
 def renames_keyword(func: Any, old: str) -> bool:
     """Whether ``func`` (a bound method, or one of the functions it wraps) is transformers' ``deprecate_kwarg``
     wrapper for the keyword ``old``: it takes it, renames it and warns."""

@@ -11,7 +11,8 @@ logits, the length of the returned cache) and, for scenarios that call the model
 - ``identical``: upstream passes its oracle and hf_genfix's outputs are bitwise identical;
 - ``corrected``: upstream is wrong or raises, hf_genfix passes the oracle; also where both pass but upstream is
   off by 10x more than hf_genfix and beyond float noise (a defect under the oracle's tolerance; the detail says so);
-- ``same-exception``: both raise an exception of the same type;
+- ``same-exception``: both raise an exception of the same type, or both raise and hf_genfix's is a refusal in
+  words (transformers' own, ``refuses``, or one of hf_genfix's ``...Unsupported`` errors);
 - ``unchanged``: upstream is wrong and hf_genfix returns the same (bitwise) wrong output: a defect it does not
   correct, not one it adds;
 - ``refused``: upstream is silently wrong, hf_genfix raises instead;
@@ -64,6 +65,9 @@ class Observation:
     seconds: float = 0.0
     where: str = ""  # file:line of the exception, for a crash
     caught: bool = False  # the oracle caught the exception and reported it as the defect (DefectObserved)
+    # patch id -> calls it changed during the run (``hf_genfix.recording()``; only fix modules that report count):
+    # which patch turned upstream's answer into this one (``doctor --sweep --recall``).
+    changed: dict[str, int] = field(default_factory=dict)
 
 
 def observe(scenario: Callable[[Any], Any], subject: Any, models: tuple[Any, ...] = (),
@@ -71,11 +75,15 @@ def observe(scenario: Callable[[Any], Any], subject: Any, models: tuple[Any, ...
     """Run ``scenario(subject)`` once, recording the outputs of ``models`` (see ``recording``)."""
     import traceback
 
+    from .. import _record
+
     start = time.perf_counter()
     outputs: list[dict[str, Any]] = []
+    record = _record.Recording()
     try:
         with warnings.catch_warnings(), contextlib.ExitStack() as stack:
             warnings.simplefilter("ignore")
+            record = stack.enter_context(_record.recording())
             for model in models:
                 # generate() keeps a static cache on the model (``_cache``) and reuses it in the next call: one left
                 # half-built by a run that raised made the other run raise otherwise (5.0.0 xglm, ctrl, trocr). Each
@@ -100,6 +108,7 @@ def observe(scenario: Callable[[Any], Any], subject: Any, models: tuple[Any, ...
     else:
         obs = Observation(PASS, "", None, _plain(figures if isinstance(figures, dict) else {}))
     obs.outputs = outputs
+    obs.changed = {pid: n for pid, (_, n) in record.counts.items() if n}
     obs.seconds = round(time.perf_counter() - start, 3)
     return obs
 
@@ -148,9 +157,24 @@ def compare(upstream: Observation, ours: Observation) -> tuple[str, str]:
     # upstream raised (or could not run)
     if o.outcome == RAISED and o.error == _error(u):
         return SAME_EXCEPTION, f"both raise {o.error}"
+    if o.outcome == RAISED and u.outcome == RAISED and (refuses(o.message) or str(o.error).endswith("Unsupported")):
+        # Loud both ways, and hf_genfix's failure is a refusal in words: transformers' own (5.2's MiniMax: a crash
+        # on eos_token_id=None upstream; with prompt-lookup's fix past it, "MiniMaxCache does not support crop"), or
+        # one of hf_genfix's ``...Unsupported`` errors where upstream crashed on the same call (5.4's Mamba).
+        return SAME_EXCEPTION, f"both raise: upstream {u.error}; with hf_genfix a refusal in words: {o.message}"
     if o.outcome == WRONG:
         return WORSE, f"upstream raises {_error(u)}; hf_genfix returns a wrong answer instead: {o.message}"
     return WORSE, f"upstream {_describe(u)}; with hf_genfix {_describe(o)}"
+
+
+# Words of transformers' own refusals (``ValueError: ... is not supported``): the sweep's ``unsupported``.
+REFUSAL_WORDS = ("not support", "isn't supported", "is not supported", "not compatible", "not implemented",
+                 "doesn't support", "does not have", "not available", "only supported", "requires", "cannot use")
+
+
+def refuses(message: str) -> bool:
+    """Whether an exception's message is transformers refusing the call in words."""
+    return any(word in message.lower() for word in REFUSAL_WORDS)
 
 
 NOISE = 1e-7  # float32 rounding in a tiny model's logits: a difference under it tells nothing

@@ -4,8 +4,10 @@
   ``generate(ids)`` gives, unpadded and left-padded, and with the length options that count the prompt
   (``max_length``, ``min_length``, ``min_new_tokens``). Options that read the prompt's ids (repetition penalty,
   ``no_repeat_ngram_size``) are checked with ``generate(ids, inputs_embeds=E(ids))``, the documented way to give
-  them the prompt: with ``inputs_embeds`` alone there are no prompt ids for them to see (transformers says so in a
-  warning), so that combination is ``unsupported`` by contract and not compared.
+  them the prompt. With ``inputs_embeds`` alone there are no prompt ids for them to see: transformers warns, it
+  does not refuse, and the option keeps a defined meaning -- it acts on the generated tokens only -- so that call
+  is judged too (``inputs-embeds-penalties``: each row of a padded batch against the definition applied to its own
+  no-cache reference), not called unsupported: a warning is not a refusal.
 - cached ≡ uncached: ``use_cache=False`` (``uncached``, every model) and every cache implementation the release
   knows (``cache-implementations``: ``offloaded``, ``offloaded_static``, ``sliding_window``, ``hybrid``,
   ``quantized``; ``static`` is the sweep's ``static-cache``, the default cache its ``cached``) each give, step by
@@ -27,7 +29,7 @@ from typing import Any
 from .generation import GenRun, check_rows_against_reference, generate_steps, left_pad
 from .outcome import DefectObserved, ProbeSkipped
 from .precision import tolerance
-from .reference import max_diff
+from .reference import max_diff, reference_logits
 from .sweep import _UNSUPPORTED, Subject, _short, pick, scenario
 
 # What the option sweep compares: name -> generate() options, on top of greedy, pad 0 and no eos unless set.
@@ -40,8 +42,8 @@ OPTIONS: dict[str, dict[str, Any]] = {
     "repetition_penalty": {"repetition_penalty": 1.8, "with_ids": True},
     "no_repeat_ngram_size": {"no_repeat_ngram_size": 1, "with_ids": True},
 }
-BY_CONTRACT = ("repetition_penalty and no_repeat_ngram_size with inputs_embeds alone: no prompt ids to penalise "
-               "(transformers applies them to the new tokens only, and warns); compared with input_ids given too")
+BY_ROW = ("repetition_penalty and no_repeat_ngram_size with inputs_embeds alone (no prompt ids: they act on the "
+          "generated tokens only) are judged row by row in inputs-embeds-penalties")
 CACHES = ("offloaded", "offloaded_static", "sliding_window", "hybrid", "quantized")
 # A refusal in words: the sweep's own list, and how a release names an implementation it does not know.
 # A machine without a GPU is a refusal; a CUDA error on one is not (hence no bare "cuda").
@@ -174,10 +176,72 @@ def inputs_embeds_options(s: Subject) -> dict:
         worst = max(worst, _same_run(f"{how} with {name}", expected, actual)["max_logit_diff"])
         checked.append(name)
     # Figures are plain values (the sweep keeps scalars): what was compared, and what is not by contract.
-    return {"max_logit_diff": worst, "options": ", ".join(checked), "unsupported": BY_CONTRACT}
+    return {"max_logit_diff": worst, "options": ", ".join(checked), "alone": BY_ROW}
 
 
-for _func in (inputs_embeds, inputs_embeds_padded, inputs_embeds_options):
+def _penalised(logits: Any, generated: list[int], penalty: float) -> Any:
+    """``RepetitionPenaltyLogitsProcessor`` by its definition: each token already generated has its logit divided
+    by ``penalty`` when positive, multiplied when negative."""
+    out = logits.clone()
+    for token in set(generated):
+        value = out[token]
+        out[token] = value / penalty if value > 0 else value * penalty
+    return out
+
+
+def _banned(logits: Any, generated: list[int], _size: int) -> Any:
+    """``no_repeat_ngram_size=1`` by its definition: every token already generated is banned (-inf)."""
+    out = logits.clone()
+    if generated:
+        out[list(set(generated))] = float("-inf")
+    return out
+
+
+# The options that read the ids, with inputs_embeds alone: name -> (generate() options, the definition applied to a
+# reference step's logits given the row's generated tokens so far).
+PENALTIES: dict[str, tuple[dict[str, Any], Any]] = {
+    "repetition_penalty": ({"repetition_penalty": 1.8}, lambda logits, new: _penalised(logits, new, 1.8)),
+    "no_repeat_ngram_size": ({"no_repeat_ngram_size": 1}, lambda logits, new: _banned(logits, new, 1)),
+}
+
+
+@scenario("inputs-embeds-penalties", needs=("padding",))
+def inputs_embeds_penalties(s: Subject) -> dict:
+    """A left-padded batch of 3 rows given as ``inputs_embeds`` alone, with ``repetition_penalty`` and with
+    ``no_repeat_ngram_size``: no prompt ids, so each option acts on the row's own generated tokens only (transformers
+    warns about that; it is not a refusal). Every step's processed scores (``output_scores``) must be the row's
+    no-cache reference logits with the option applied over the tokens that row generated before the step."""
+    rows = s.rows(7, 3, 9, seed=15)
+    ids, mask = left_pad(rows)
+    embeds = _embed(s, ids)
+    worst, checked = 0.0, []
+    for name in pick(PENALTIES, 2):
+        options, definition = PENALTIES[name]
+        run = generate_steps(s.model, None, mask, max_new_tokens=5, inputs_embeds=embeds, pad_token_id=0,
+                             eos_token_id=None, output_scores=True, output_logits=False, **options)
+        for b, row in enumerate(rows):
+            new = run.new_tokens(b)
+            reference = reference_logits(s.model, list(row) + new)
+            for t in range(len(new)):
+                expected = definition(reference[len(row) - 1 + t].float(), new[:t])
+                actual = run.step_logits[t][b].float()
+                same = actual == expected  # both -inf where the definition bans a token
+                diff = max_diff(actual.masked_fill(same, 0), expected.masked_fill(same, 0))
+                worst = max(worst, diff)
+                if not diff <= tolerance():
+                    raise DefectObserved(
+                        f"generate(inputs_embeds=) with {name} (no prompt ids: over the generated tokens only): row "
+                        f"{b} (prompt {len(row)} tokens), step {t}: max |score diff| {diff:.3g} against the "
+                        f"definition applied to the row's no-cache forward", max_logit_diff=diff, row=b, step=t)
+                if int(actual.argmax()) != new[t] and int(expected.argmax()) != new[t]:
+                    raise DefectObserved(f"generate(inputs_embeds=) with {name}: row {b}, step {t}: token {new[t]} "
+                                         f"is not the greedy choice {int(expected.argmax())} of the definition",
+                                         max_logit_diff=diff, row=b, step=t)
+        checked.append(name)
+    return {"max_logit_diff": worst, "options": ", ".join(checked)}
+
+
+for _func in (inputs_embeds, inputs_embeds_padded, inputs_embeds_options, inputs_embeds_penalties):
     _func.declines = _declines_embeds  # type: ignore[attr-defined]
 
 

@@ -43,6 +43,7 @@ from typing import Any
 from hf_genfix import Drift
 
 from hf_genfix import _record
+from hf_genfix.helpers.decode import has_image_inputs
 
 PREFILL = "transformers.generation.utils:GenerationMixin._prefill"
 
@@ -74,6 +75,10 @@ def _prefill(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
         or getattr(instance.config, "is_encoder_decoder", False)
         or config.use_cache is False
         or model_kwargs.get("use_cache") is False  # upstream refuses chunking without a cache: let it say so
+        # An image prompt: this loop, like upstream's, would hand the whole image to the first chunk while its
+        # placeholders span several (silently wrong, or a ValueError). decoding-image-prefill-chunks prefills it in
+        # one pass on these releases; with that patch off, upstream's loop, as without hf_genfix.
+        or has_image_inputs(model_kwargs)
     ):
         return wrapped(*args, **kwargs)
     length = input_ids.shape[1]

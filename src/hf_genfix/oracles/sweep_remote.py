@@ -1,0 +1,108 @@
+"""The remote-code kind of the sweep: the project's tiny remote-code repos (``oracles.legacy_models``: ten families
+written the way Hub repos were written for older transformers) as architectures, judged by the sweep's general
+equivalences.
+
+Recall (``doctor --sweep --recall``) showed that the sweep found none of the remote-code defects of the catalog:
+it built no remote-code model. Here each family is a subject (``remote-<family>``), and each scenario loads the
+repo afresh as a user does (``AutoConfig`` / ``AutoModelForCausalLM`` with ``trust_remote_code=True``), inside the
+run, so that the run without hf_genfix loads it without hf_genfix too: much of what breaks in remote code breaks
+at load (a name a release removed, a configuration default). Then the same equivalences as for every other
+kind, against one no-cache forward of each row alone:
+
+- ``remote-cached``: greedy cached ``generate()`` of the family's batch (left-padded; ChatGLM's rows are of equal
+  length, padding is not in its contract: ``legacy_models.rows_for``);
+- ``remote-uncached``: the same with ``use_cache=False``;
+- ``remote-beam``: beam search with a cache equals beam search without (3 beams, one row).
+
+A repo that cannot be loaded even with hf_genfix is not built (listed with the reason). The scenarios build their
+own models, so the differential compares the two runs' verdicts, not their outputs (nothing is recorded).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator, Sequence
+
+from . import legacy_models, sweep
+from .generation import check_rows_against_reference, generate_steps, left_pad
+from .outcome import DefectObserved, ProbeSkipped
+
+PREFIX = "remote-"
+
+
+def remote_types() -> list[str]:
+    return [PREFIX + family for family in legacy_models.FAMILIES]
+
+
+class RemoteSubject:
+    """One tiny remote-code family, loaded once with the patches as installed (what the sweep reads from it: the
+    modules its classes come from); every scenario loads its own copy."""
+
+    kind = "remote-code"
+
+    def __init__(self, model_type: str):
+        self.model_type = model_type
+        self.family = model_type[len(PREFIX):]
+        try:
+            self.model = load(self.family)
+        except DefectObserved as exc:
+            raise ProbeSkipped(f"the repo does not load, even with hf_genfix: {exc.message}") from exc
+
+    def lacks(self, needs: Sequence[str]) -> str:
+        return ""
+
+    def rows(self) -> list[list[int]]:
+        return [list(r) for r in legacy_models.rows_for(self.family)]
+
+
+def load(family: str) -> Any:
+    """The family's model, loaded afresh from a new copy of its repo (its code imported anew)."""
+    with loaded(family) as model:
+        return model
+
+
+@contextlib.contextmanager
+def loaded(family: str) -> Iterator[Any]:
+    """The family's model, loaded afresh from a new copy of its repo, used inside the block: the repo and its
+    module copy are gone afterwards. Used after that, the tuple-era qwen family got a DynamicCache its code cannot
+    index ("'DynamicCache' object is not subscriptable", 5.24.0), with hf_genfix and not without: a model whose code
+    is gone from disk is not one a user runs, so no scenario does that."""
+    with legacy_models._family_repo(family) as repo:
+        yield legacy_models._loaded(family, repo)
+
+
+sweep.architecture_kind("remote-code", remote_types, RemoteSubject, 3)
+
+
+def _greedy(s: RemoteSubject, what: str, **options: Any) -> dict:
+    rows = s.rows()
+    with loaded(s.family) as model:
+        run = generate_steps(model, *left_pad(rows), max_new_tokens=4, pad_token_id=0, eos_token_id=None, **options)
+        return check_rows_against_reference(model, rows, run, f"{s.family}: {what}", eos_token_id=[])
+
+
+@sweep.scenario("remote-cached", kind="remote-code")
+def remote_cached(s: RemoteSubject) -> dict:
+    return _greedy(s, "cached generate() of a batch vs each row's no-cache forward")
+
+
+@sweep.scenario("remote-uncached", kind="remote-code")
+def remote_uncached(s: RemoteSubject) -> dict:
+    return _greedy(s, "generate(use_cache=False) of a batch vs each row's no-cache forward", use_cache=False)
+
+
+@sweep.scenario("remote-beam", kind="remote-code")
+def remote_beam(s: RemoteSubject) -> dict:
+    import torch
+
+    (row,) = s.rows()[:1]
+    ids = torch.tensor([row])
+    common = dict(num_beams=3, max_new_tokens=5, do_sample=False, attention_mask=torch.ones_like(ids),
+                  early_stopping=True, pad_token_id=0, eos_token_id=None)
+    with loaded(s.family) as model, torch.no_grad():
+        cached = model.generate(ids, use_cache=True, **common)[0, ids.shape[1]:].tolist()
+        plain = model.generate(ids, use_cache=False, **common)[0, ids.shape[1]:].tolist()
+    if cached != plain:
+        raise DefectObserved(f"{s.family}: beam search: cached {cached} != uncached {plain}",
+                             step=sweep._first_diff(cached, plain))
+    return {"tokens": len(cached)}
