@@ -424,6 +424,8 @@ def cell(seen: Mapping[str, Any] | None, inside: bool) -> str:
     if with_patch == "defect":
         return "**defect / NOT fixed**"
     if without == "defect":
+        if not inside and seen.get("verdict") == "open":
+            return "defect / open (another defect, on file)"
         if not inside:
             return "**defect / catalog wrong**"
         return "defect / fixed" if with_patch == "pass" else f"**defect / {seen['state']}**"
