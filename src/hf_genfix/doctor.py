@@ -781,8 +781,10 @@ def missing_requirement(device: str = "cpu") -> str | None:
 
 def known_defects(report: dict[str, Any]) -> list[str]:
     """The patches whose probe shows their defect on this release (the run without the patch saw it): what
-    ``--recall`` asks the sweep to find by itself."""
-    return [p["id"] for p in report["patches"] if (p.get("without") or {}).get("outcome") == DEFECT]
+    ``--recall`` asks the sweep to find by itself. Not a patch whose verdict is ``open``: outside its range, what its
+    probe shows there is another defect on file, not the one the patch fixes."""
+    return [p["id"] for p in report["patches"]
+            if (p.get("without") or {}).get("outcome") == DEFECT and p.get("verdict") != OPEN]
 
 
 def _main(args: argparse.Namespace, registry: Any, setting: Any) -> int:

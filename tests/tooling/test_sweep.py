@@ -351,7 +351,9 @@ def test_recall_counts_a_fake_report():
     from hf_genfix import doctor
 
     report = {"patches": [{"id": "a", "without": {"outcome": "defect"}}, {"id": "b", "without": {"outcome": "defect"}},
-                          {"id": "c", "without": {"outcome": "pass"}}, {"id": "d", "without": None}]}
+                          {"id": "c", "without": {"outcome": "pass"}}, {"id": "d", "without": None},
+                          # outside its range, another defect on file: not this patch's to find
+                          {"id": "e", "without": {"outcome": "defect"}, "verdict": "open"}]}
     assert doctor.known_defects(report) == ["a", "b"]
     recall = {"transformers": "5.24.0", "known": ["a", "b"], "missed": {"b": "a tokenizer defect: no tokenizer"},
               "found": {"a": [{"arch": "llama", "scenario": "cached", "how": "it changes the call (1 call(s))"},
