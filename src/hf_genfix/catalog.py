@@ -84,8 +84,8 @@ class PatchStatus:
 
 
 def open_findings() -> list[dict[str, Any]]:
-    """The records of patches/open-findings.json: scenario, arch (a glob of model types), affected (a version
-    specifier), what (the defect as far as it is known), found (where and how much)."""
+    """The records of patches/open-findings.json: scenario and arch (globs of scenario names and of model types),
+    affected (a version specifier), what (the defect as far as it is known), found (where and how much)."""
     path = os.path.join(manifest_dir(), OPEN_FINDINGS)
     if not os.path.exists(path):
         return []
@@ -101,7 +101,7 @@ def open_finding(scenario: str, model_type: str, version: str | None) -> dict[st
     from ._registry import in_range
 
     for record in open_findings():
-        if record["scenario"] == scenario and fnmatch.fnmatchcase(model_type, record["arch"]) and \
+        if fnmatch.fnmatchcase(scenario, record["scenario"]) and fnmatch.fnmatchcase(model_type, record["arch"]) and \
                 version is not None and in_range(record["affected"], version):
             return record
     return None

@@ -3,6 +3,7 @@ upstream's own failure can be open (a run hf_genfix makes worse still fails the 
 
 from __future__ import annotations
 
+import fnmatch
 import json
 
 from hf_genfix._registry import in_range
@@ -13,7 +14,8 @@ def test_every_record_names_a_scenario_a_range_and_what_is_known():
     records = sweep.open_findings()
     assert records, "patches/open-findings.json holds no record"
     for record in records:
-        assert record["scenario"] in sweep.SCENARIOS, record
+        # a scenario's name, or a glob that names at least one (Zamba2's every cached path before 5.16)
+        assert fnmatch.filter(sweep.SCENARIOS, record["scenario"]), record
         assert in_range(record["affected"], "0.0.1") is not None  # a valid specifier
         assert len(record["what"]) > 40 and record["found"]
 

@@ -48,8 +48,10 @@ _PER_TYPE: dict[str, dict[str, Any]] = {
     "mamba2": dict(num_heads=8, head_dim=8, n_groups=1, expand=2),
     "zamba": dict(num_hidden_layers=3, use_mamba_kernels=False),  # 4.46-4.5x raise without the CUDA kernels
     # Zamba2: one Mamba layer and one hybrid (its default pattern is 54 layers), Mamba-2 heads of 8.
+    # time_step_min 0.05 (default 0.001): a time-step floor the calibrated weights reach, so that a path that skips
+    # it (model-zamba2-step-dt-limit: 5.24's decoding steps) is loud, not a 1e-6 difference under the tolerance.
     "zamba2": dict(layers_block_type=["mamba", "hybrid"], mamba_headdim=8, n_mamba_heads=8, mamba_ngroups=1,
-                   num_mem_blocks=1),
+                   num_mem_blocks=1, time_step_min=0.05),
 }
 
 

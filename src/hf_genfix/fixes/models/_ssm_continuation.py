@@ -91,9 +91,12 @@ def split_after_state(wrapped: Any, instance: Any, args: tuple, kwargs: dict) ->
     n = hidden.shape[1]
     mask = bound.arguments.get("attention_mask")
     # The mask the mixer is given: of the fed tokens (5.17 on), or of the whole sequence so far (Zamba before 5.17,
-    # whose decode steps get the mask up to their token). Either way the fed tokens' columns must all be ones: a pad
-    # among them has no place in a recurrence that we could know.
-    if mask is not None and (mask.dim() != 2 or mask.shape[-1] < n or not bool((mask[:, -n:] == 1).all())):
+    # whose hybrid cache has one has_previous_state flag and whose decode steps get the mask up to their token; a
+    # 5.17+ mixer given a wider mask is upstream's, bitwise). Either way the fed tokens' columns must all be ones: a
+    # pad among them has no place in a recurrence that we could know.
+    legacy = isinstance(getattr(cache, "has_previous_state", None), bool)
+    if mask is not None and (mask.dim() != 2 or mask.shape[-1] < n or (mask.shape[-1] != n and not legacy)
+                             or not bool((mask[:, -n:] == 1).all())):
         return wrapped(*args, **kwargs)
     outputs = []
     for i in range(n):
