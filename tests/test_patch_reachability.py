@@ -268,6 +268,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "decoding-prompt-lookup-no-eos": ("llama-prompt-lookup",),
     "decoding-gpt-neox-static-cache": ("gpt-neox-static",),
     "decoding-processor-padding": ("llama",),
+    "decoding-inputs-embeds-penalty": ("llama",),
     "sliding-window-image-generate-static-gemma3": ("gemma3-vlm",),
     "sliding-window-image-generate-static-gemma4": ("gemma4-vlm",),
     "sliding-window-dynamic-full": ("mistral-assisted",),
