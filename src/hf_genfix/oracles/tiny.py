@@ -50,6 +50,11 @@ _PER_TYPE: dict[str, dict[str, Any]] = {
     # Zamba2: one Mamba layer and one hybrid (its default pattern is 54 layers), Mamba-2 heads of 8.
     # time_step_min 0.05 (default 0.001): a time-step floor the calibrated weights reach, so that a path that skips
     # it (model-zamba2-step-dt-limit: 5.24's decoding steps) is loud, not a 1e-6 difference under the tolerance.
+    # HRM runs its stacks over H_cycles x (L_cycles + 1) passes (16 by default, one cache slot each): at the loud
+    # continuation models' std that many passes amplify float32 rounding past the oracle's tolerance (1.3e-4 to
+    # 5.4e-4 on second-turn, 5.24.0, where a cached forward is exact: 3e-15 in float64 with float64 norms). Two H
+    # cycles of one L cycle, one layer per stack: 4 passes, the cycles and their cache slots still exercised.
+    "hrm_text": dict(H_cycles=2, L_cycles=1, L_bp_cycles=[1], num_hidden_layers=1),  # 1 = per stack
     "zamba2": dict(layers_block_type=["mamba", "hybrid"], mamba_headdim=8, n_mamba_heads=8, mamba_ngroups=1,
                    num_mem_blocks=1, time_step_min=0.05),
 }
