@@ -227,6 +227,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "model-led-static-cache": ("led-static",),
     "model-fsmt-static-cache": ("fsmt-static",),
     "model-fsmt-cached-positions": ("fsmt-static",),
+    "model-fsmt-uncached-mask": ("fsmt-static",),
     "model-paligemma-static-cache": ("paligemma-static",),
     "model-paligemma-uncached-prefix": ("paligemma-uncached",),
     "decoding-image-prefill-chunks": ("llama",),  # a target in generation.utils: any generate() imports it

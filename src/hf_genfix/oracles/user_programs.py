@@ -88,6 +88,7 @@ BY_ID: dict[str, str] = {
     "model-kosmos2-padded-positions": "kosmos-2",
     "model-fsmt-cached-positions": "fsmt",
     "model-fsmt-static-cache": "fsmt",
+    "model-fsmt-uncached-mask": "fsmt",
     "model-led-static-cache": "led",
     "model-mvp-static-cache": "mvp",
     "model-nllb-moe-static-cache": "nllb-moe",
