@@ -232,6 +232,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "model-paligemma-uncached-prefix": ("paligemma-uncached",),
     "decoding-image-prefill-chunks": ("llama",),  # a target in generation.utils: any generate() imports it
     "decoding-image-prefill-chunks-bidirectional": ("gemma3-vlm",),
+    "model-llava-legacy-decode-mask": ("llava",),
     "model-qwen2-vl-rope-deltas": ("qwen2-vl",),
     "model-qwen2-vl-rope-deltas-steps": ("qwen2-vl",),
     "model-qwen2-5-vl-rope-deltas": ("qwen2-5-vl",),
@@ -362,6 +363,18 @@ model.generate(pixel_values=torch.rand(2, 3, 16, 16), input_ids=ids, attention_m
     "paligemma-uncached": _paligemma(use_cache=False),
     "qwen2-vl": _qwen_vl("qwen2-vl", "Qwen2VLForConditionalGeneration"),
     "qwen2-5-vl": _qwen_vl("qwen2-5-vl", "Qwen2_5_VLForConditionalGeneration"),
+    "llava": """
+import torch
+from transformers import AutoConfig, LlavaForConditionalGeneration
+config = AutoConfig.from_pretrained(REPO + "/llava")
+model = LlavaForConditionalGeneration(config).eval()
+size = config.vision_config.image_size
+ids = torch.tensor([[0, 0, 5] + [config.image_token_index] * config.image_seq_length + [6, 7],
+                    [4, 5, 6] + [config.image_token_index] * config.image_seq_length + [6, 7]])
+mask = torch.tensor([[0, 0] + [1] * (ids.shape[1] - 2), [1] * ids.shape[1]])
+model.generate(ids, attention_mask=mask, pixel_values=torch.rand(2, 3, size, size), max_new_tokens=2,
+               do_sample=False, pad_token_id=0)
+""",
 }
 
 CHILD = """
@@ -422,6 +435,7 @@ def _write_repos(root: Path) -> dict[str, str]:
         "idefics3": lambda: build_image_text("idefics3").config,
         "smolvlm": lambda: build_image_text("smolvlm").config,
         "qwen2-vl": lambda: build_image_text("qwen2_vl").config,
+        "llava": lambda: build_image_text("llava").config,
         "qwen2-5-vl": lambda: build_image_text("qwen2_5_vl").config,
         **{t: (lambda t=t: build_seq2seq(t).config)
            for t in ("led", "fsmt", "mvp", "nllb-moe", "seamless_m4t", "seamless_m4t_v2")},

@@ -63,6 +63,7 @@ PROGRAMS: dict[str, str] = {
     "idefics3": "from transformers import Idefics3ForConditionalGeneration",
     "smolvlm": "from transformers import SmolVLMForConditionalGeneration",
     "qwen2-vl": "from transformers import Qwen2VLForConditionalGeneration",
+    "llava": "from transformers import LlavaForConditionalGeneration",
     "qwen2-5-vl": "from transformers import Qwen2_5_VLForConditionalGeneration",
 }
 
@@ -94,6 +95,7 @@ BY_ID: dict[str, str] = {
     "model-nllb-moe-static-cache": "nllb-moe",
     "model-paligemma-static-cache": "paligemma",
     "model-paligemma-uncached-prefix": "paligemma",
+    "model-llava-legacy-decode-mask": "llava",
     "model-qwen2-vl-rope-deltas": "qwen2-vl",
     "model-qwen2-vl-rope-deltas-steps": "qwen2-vl",
     "model-qwen2-5-vl-rope-deltas": "qwen2-5-vl",
