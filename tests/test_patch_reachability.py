@@ -234,6 +234,8 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "decoding-image-prefill-chunks-bidirectional": ("gemma3-vlm",),
     "model-llava-legacy-decode-mask": ("llava",),
     "model-qwen2-vl-rope-deltas": ("qwen2-vl",),
+    "model-qwen2-vl-padded-deltas": ("qwen2-vl",),
+    "model-qwen2-5-vl-padded-deltas": ("qwen2-5-vl",),
     "model-qwen2-vl-rope-deltas-steps": ("qwen2-vl",),
     "model-qwen2-5-vl-rope-deltas": ("qwen2-5-vl",),
     "model-qwen2-5-vl-rope-deltas-steps": ("qwen2-5-vl",),

@@ -2,7 +2,8 @@
 takes the M-RoPE offsets of the prompt that cache holds, whatever the model read in between.
 
 Where a patch is applied (``-steps``: Qwen2-VL 4.47-5.1, Qwen2.5-VL 4.49-5.1, 4.56 excepted; plain: Qwen2-VL from
-5.3, Qwen2.5-VL from 5.11; the releases between are on file in patches/open-findings.json): a left-padded batch
+5.2, Qwen2.5-VL on 5.2 and from 5.11; the releases between are on file in patches/open-findings.json; on 5.2 with
+model-qwen2*-vl-padded-deltas for the offsets of a padded row): a left-padded batch
 whose images have 4 and 8 soft tokens, loud weights; a second turn from ``out.past_key_values`` after other calls of
 the model, and two continuations of a ``copy.deepcopy``'d prompt cache, each against the no-cache forward of the
 whole conversation of each row; the same second turn with the patch off is wrong; a plain ``generate()`` and a

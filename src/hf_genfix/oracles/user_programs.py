@@ -97,6 +97,8 @@ BY_ID: dict[str, str] = {
     "model-paligemma-uncached-prefix": "paligemma",
     "model-llava-legacy-decode-mask": "llava",
     "model-qwen2-vl-rope-deltas": "qwen2-vl",
+    "model-qwen2-vl-padded-deltas": "qwen2-vl",
+    "model-qwen2-5-vl-padded-deltas": "qwen2-5-vl",
     "model-qwen2-vl-rope-deltas-steps": "qwen2-vl",
     "model-qwen2-5-vl-rope-deltas": "qwen2-5-vl",
     "model-qwen2-5-vl-rope-deltas-steps": "qwen2-5-vl",
