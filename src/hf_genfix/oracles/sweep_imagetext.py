@@ -312,11 +312,15 @@ def chunk_after_cache(s: Any, padded: bool) -> dict:
 def _positions(s: Any, kwargs: dict, last: int | None = None) -> dict:
     """The position ids of a left-padded batch called by hand (generate() derives them from the mask; a forward
     counts from 0 at the first column, padding included): the last ``last`` columns' where given. None needed for
-    one row, and none given to Qwen-VL, whose forward derives its M-RoPE positions from the ids and the mask."""
+    one row, and none given to Qwen-VL, whose forward derives its M-RoPE positions from the ids and the mask
+    (``get_rope_index``). Gemma-4 takes token types too ("mm") but counts positions from the first column like
+    any other forward: it gets them (without them its prompt cache holds column positions that generate()'s
+    continuation does not continue: a wrong call, not a defect -- it was on file as one, 5.24.0, session 10)."""
     from ..helpers.decode import positions_from_mask
 
     mask = kwargs["attention_mask"]
-    if bool(mask.all()) or s.spec.token_types == "mm" or \
+    derives = hasattr(getattr(s.model, "model", s.model), "get_rope_index")
+    if bool(mask.all()) or derives or \
             "position_ids" not in inspect.signature(s.model.forward).parameters:
         return {}
     return {"position_ids": positions_from_mask(mask, last or mask.shape[1])}
