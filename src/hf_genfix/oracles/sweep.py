@@ -809,14 +809,15 @@ class Recall:
             "upstream": upstream.message[:200] if upstream is not None else "",
             "upstream_max_logit_diff": upstream.figures.get("max_logit_diff") if upstream is not None else None})
 
-    def can_act(self, pid: str, modules: set[str]) -> str:
-        """Why the patch cannot change a call of this model ("" when it can)."""
+    def can_act(self, pid: str, modules: set[str], tokenizer: bool = False) -> str:
+        """Why the patch cannot change a call of this model ("" when it can); ``tokenizer``: the scenario calls a
+        tokenizer (``oracles.sweep_tokenizers``)."""
         targets = self.targets.get(pid, [])
         remote = any(m.startswith("transformers_modules") for m in modules)  # trust_remote_code's module copies
         if self.families.get(pid) == "remote-code" and not remote:
             return "a remote-code defect: the sweep builds no remote-code model"
-        if targets and all(_tokenizer_side(t) for t in targets):
-            return "a tokenizer (or collator) defect: the sweep's scenarios call no tokenizer"
+        if targets and all(_tokenizer_side(t) for t in targets) and not tokenizer:
+            return "a tokenizer (or collator) defect: no scenario that calls a tokenizer changed or failed by it"
         own = [t.partition(":")[0] for t in targets
                if t.startswith("transformers.models.") and not t.startswith("transformers.models.auto.")]
         if targets and len(own) == len(targets) and not set(own) & modules:
@@ -848,7 +849,8 @@ class Recall:
             # Per way upstream fails (its exception type, or a wrong answer): another failure of the same scenario
             # may be another defect (5.24.0: the remote phi3 repo fails at import, chatglm3 on its config).
             key = (pid, name, u.error or u.outcome)
-            if pid in self.hits or self.can_act(pid, modules) or self.tries.get(key, 0) >= RECALL_TRIES:
+            if pid in self.hits or self.can_act(pid, modules, getattr(func, "calls_tokenizer", False)) \
+                    or self.tries.get(key, 0) >= RECALL_TRIES:
                 continue
             self.tries[key] = self.tries.get(key, 0) + 1
             self.tried[pid] = self.tried.get(pid, 0) + 1
@@ -1235,3 +1237,5 @@ from . import sweep_equivalences  # noqa: E402,F401
 from . import sweep_continuations  # noqa: E402,F401
 # The tiny remote-code repos as a kind of their own (issue 36: recall found no remote-code defect without them).
 from . import sweep_remote  # noqa: E402,F401
+# The local tokenizer repos as a kind (issue 36: recall found no tokenizer or collator defect without them).
+from . import sweep_tokenizers  # noqa: E402,F401

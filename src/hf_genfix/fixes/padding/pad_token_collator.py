@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from hf_genfix import _record
+
 from .pad_token import pad_assigned_by_hf_genfix
 
 COLLATOR_CALLS = (
@@ -52,6 +54,9 @@ def _collate(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
         labels = labels.clone() if hasattr(labels, "clone") else labels.copy()
         labels[hidden] = ids[hidden]
         batch["labels"] = labels
+        if _record.on:
+            _record.changed("pad-token-collator", "%d real eos label(s) kept (pad == eos, chosen by hf_genfix)",
+                            int(hidden.sum()))
     return batch
 
 

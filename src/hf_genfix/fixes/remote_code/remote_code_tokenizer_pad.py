@@ -24,6 +24,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from hf_genfix import _record
+
 from ._remote_code import is_remote
 
 TARGET = "transformers.tokenization_utils_base:PreTrainedTokenizerBase._pad"
@@ -46,7 +48,11 @@ def install(patcher: Any) -> None:
     patcher.require(TARGET, "padding_side")
 
     def wrapper(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+        given = "padding_side" in kwargs
         side = kwargs.pop("padding_side", None)
+        if given and _record.on:  # upstream's call raises TypeError (an unexpected keyword): this one is changed
+            _record.changed("remote-code-tokenizer-pad", "%s._pad without padding_side=%r",
+                            type(instance).__name__, side)
         if instance is None or side is None or side == instance.padding_side:
             return wrapped(*args, **kwargs)
         view = object.__new__(type(instance))  # the old _pad reads the attribute: another side for this call only
