@@ -106,3 +106,17 @@ def remote_beam(s: RemoteSubject) -> dict:
         raise DefectObserved(f"{s.family}: beam search: cached {cached} != uncached {plain}",
                              step=sweep._first_diff(cached, plain))
     return {"tokens": len(cached)}
+
+
+# The families whose code has its own decoding loop (ChatGLM's stream_generate, behind stream_chat).
+_STREAM_FAMILIES = ("chatglm3",)
+
+
+@sweep.scenario("remote-stream", kind="remote-code")
+def remote_stream(s: RemoteSubject) -> dict:
+    """The model's own sampling loop, greedy, on an equal-length batch: what it yields last equals greedy decoding
+    by full no-cache forwards (``legacy_models.check_family_stream``)."""
+    if s.family not in _STREAM_FAMILIES:
+        raise ProbeSkipped(f"{s.family}: the repo has no decoding loop of its own")
+    return legacy_models.check_family_stream(s.family)
+

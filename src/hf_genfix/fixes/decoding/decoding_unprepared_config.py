@@ -23,6 +23,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from hf_genfix import _record
+
 TARGETS = ("transformers.generation.utils:GenerationMixin._get_logits_processor",
            "transformers.generation.utils:GenerationMixin._get_stopping_criteria")
 PREPARE = "transformers.generation.utils:GenerationMixin._prepare_special_tokens"
@@ -39,6 +41,9 @@ def install(patcher: Any) -> None:
             return wrapped(*args, **kwargs)
         prepared = copy.copy(given)
         instance._prepare_special_tokens(prepared, None, device=instance.device)
+        if _record.on:
+            _record.changed("decoding-unprepared-config", "%s with a copy of the generation config prepared as "
+                            "generate() prepares it", getattr(wrapped, "__name__", "the call"))
         if "generation_config" in kwargs:
             return wrapped(*args, **{**kwargs, "generation_config": prepared})
         return wrapped(prepared, *args[1:], **kwargs)
