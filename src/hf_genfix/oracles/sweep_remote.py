@@ -120,3 +120,22 @@ def remote_stream(s: RemoteSubject) -> dict:
         raise ProbeSkipped(f"{s.family}: the repo has no decoding loop of its own")
     return legacy_models.check_family_stream(s.family)
 
+
+@sweep.scenario("remote-reload", kind="remote-code")
+def remote_reload(s: RemoteSubject) -> dict:
+    """Save -> reload ≡ the saved model, by definition: the model saved next to its code and loaded back with
+    ``from_pretrained(trust_remote_code=True)``, as a Hub repo is, has the buffers its ``__init__`` computes and
+    every saved tensor with the saved values, and gives the saved model's logits
+    (``legacy_models.check_family_reload_buffers`` and ``check_family_reload``)."""
+    figures = legacy_models.check_family_reload_buffers(s.family)
+    figures.update(legacy_models.check_family_reload(s.family))
+    return figures
+
+
+@sweep.scenario("remote-second-load", kind="remote-code")
+def remote_second_load(s: RemoteSubject) -> dict:
+    """A second load of the same repo in one process ≡ the first (the auto classes register the first load's
+    classes): greedy ``generate()`` of the second load's model equals greedy no-cache decoding
+    (``legacy_models.check_family(loads=2)``)."""
+    return legacy_models.check_family(s.family, loads=2)
+
