@@ -33,3 +33,9 @@ def test_a_saved_remote_model_loads_back_as_it_was(family):
 
 def test_a_second_load_of_a_repo_generates_as_the_first():
     assert SCENARIOS["remote-second-load"](RemoteSubject("remote-internlm2"))
+
+
+def test_the_moe_layout_reloads_on_the_deepseek_subject_only():
+    assert SCENARIOS["remote-reload-moe"](RemoteSubject("remote-deepseek"))["max_logit_diff"] <= 1e-4
+    with pytest.raises(ProbeSkipped, match="deepseek"):
+        SCENARIOS["remote-reload-moe"](RemoteSubject("remote-phi3"))

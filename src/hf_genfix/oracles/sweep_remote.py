@@ -139,3 +139,13 @@ def remote_second_load(s: RemoteSubject) -> dict:
     (``legacy_models.check_family(loads=2)``)."""
     return legacy_models.check_family(s.family, loads=2)
 
+
+@sweep.scenario("remote-reload-moe", kind="remote-code")
+def remote_reload_moe(s: RemoteSubject) -> dict:
+    """remote-reload for the mixture-of-experts layout of the DeepSeek family (DeepSeek-V2's remote file: one module
+    per expert, ``legacy_models.write_moe_repo``): saved and loaded back, the saved model's logits
+    (``legacy_models.check_remote_moe_reload``). Run on the deepseek subject only: the layout is that family's."""
+    if s.family != "deepseek":
+        raise ProbeSkipped(f"{s.family}: the mixture-of-experts layout is the deepseek family's")
+    return legacy_models.check_remote_moe_reload()
+
