@@ -227,7 +227,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "model-led-static-cache": ("led-static",),
     "model-fsmt-static-cache": ("fsmt-static",),
     "model-fsmt-cached-positions": ("fsmt-static",),
-    "model-fsmt-uncached-mask": ("fsmt-static",),
+    "model-fsmt-uncached-mask": ("fsmt-uncached",),
     "model-paligemma-static-cache": ("paligemma-static",),
     "model-paligemma-uncached-prefix": ("paligemma-uncached",),
     "decoding-image-prefill-chunks": ("llama",),  # a target in generation.utils: any generate() imports it
@@ -363,6 +363,16 @@ model.generate(pixel_values=torch.rand(2, 3, 16, 16), input_ids=ids, attention_m
        for t in ("led", "fsmt", "mvp", "nllb-moe")},
     **{f"{t}-static": _generate(t, "AutoModelForSeq2SeqLM") for t in ("seamless_m4t", "seamless_m4t_v2")},
     "paligemma-uncached": _paligemma(use_cache=False),
+    # FSMT without cache, from a config built directly (the sweep's seq2seq builder calls 4.x's FSMT config
+    # composite and skips it).
+    "fsmt-uncached": """
+import torch
+from transformers import AutoConfig, FSMTForConditionalGeneration
+model = FSMTForConditionalGeneration(AutoConfig.from_pretrained(REPO + "/fsmt-direct")).eval()
+src = torch.tensor([[5, 6, 7, 8, 9]])
+model.generate(src, attention_mask=torch.ones_like(src), max_new_tokens=3, do_sample=False, use_cache=False,
+               decoder_start_token_id=1, pad_token_id=0)
+""",
     "qwen2-vl": _qwen_vl("qwen2-vl", "Qwen2VLForConditionalGeneration"),
     "qwen2-5-vl": _qwen_vl("qwen2-5-vl", "Qwen2_5_VLForConditionalGeneration"),
     "llava": """
@@ -438,6 +448,7 @@ def _write_repos(root: Path) -> dict[str, str]:
         "smolvlm": lambda: build_image_text("smolvlm").config,
         "qwen2-vl": lambda: build_image_text("qwen2_vl").config,
         "llava": lambda: build_image_text("llava").config,
+        "fsmt-direct": lambda: _fsmt_config(),
         "qwen2-5-vl": lambda: build_image_text("qwen2_5_vl").config,
         **{t: (lambda t=t: build_seq2seq(t).config)
            for t in ("led", "fsmt", "mvp", "nllb-moe", "seamless_m4t", "seamless_m4t_v2")},
@@ -478,11 +489,17 @@ def _buildable(model_type: str, **overrides: object) -> object:
         raise ProbeSkipped(f"{model_type}: {type(exc).__name__}") from exc
 
 
+def _fsmt_config() -> object:
+    from hf_genfix.fixes.models.model_fsmt_uncached_mask import tiny_fsmt
+
+    return tiny_fsmt().config
+
+
 def _program_folder(name: str) -> str | None:
     for folder in ("llama", "phi3", "rwkv", "gpt-neox", "mistral", "gemma2", "gemma4-vlm", "gemma3-vlm", "gemma4",
                    "kosmos-2", "falcon-h1", "falcon-mamba", "mamba2", "mamba", "zamba2", "zamba", "xglm", "openai-gpt", "phimoe", "qwen2-moe", "jetmoe",
                    "speech-to-text-2", "paligemma", "idefics2", "idefics3", "smolvlm", "led", "fsmt", "mvp",
-                   "nllb-moe", "seamless_m4t", "seamless_m4t_v2", "qwen2-vl", "qwen2-5-vl"):
+                   "nllb-moe", "seamless_m4t", "seamless_m4t_v2", "qwen2-vl", "qwen2-5-vl", "llava", "fsmt-direct"):
         if f'"/{folder}"' in PROGRAM_CODE[name]:
             return folder
     return None
