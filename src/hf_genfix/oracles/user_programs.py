@@ -236,14 +236,22 @@ class PlainRun:
 
     def results(self) -> dict[str, dict[str, Any]]:
         """patch id -> {program, imports, state, reason, error} in a fresh interpreter running that program."""
+        import math
+        import time
+
         outputs: dict[str, dict[str, Any]] = {}
+        # The interpreters run at once (one per program where there is no fork): the budget is the timeout per
+        # round of as many as there are cores, from now, not per communicate() -- the first program waited for
+        # shares the cores with all the others (tf-5.2.0 under load: causal-lm timed out at 120 s).
+        budget = self.timeout * max(1, math.ceil(len(self._procs) / (os.cpu_count() or 1)))
+        deadline = time.monotonic() + budget
         for name, proc in self._procs.items():
             try:
-                out, err = proc.communicate(timeout=self.timeout)
+                out, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 proc.kill()
                 out, err = proc.communicate()
-                outputs[name] = {"error": f"the program took over {self.timeout:.0f} s", "states": {}}
+                outputs[name] = {"error": f"the program took over {budget:.0f} s", "states": {}}
                 continue
             try:
                 outputs[name] = json.loads(out.strip().splitlines()[-1])
