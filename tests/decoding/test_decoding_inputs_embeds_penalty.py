@@ -63,7 +63,7 @@ def test_probe_passes_with_and_fails_without():
         probe()
 
 
-def _unchanged(model, **kwargs):
+def check_unchanged(model, **kwargs):
     with hf_genfix.recording() as rec:
         with_patch = _scores(model, **kwargs)
     with hf_genfix.disabled(PID):
@@ -75,19 +75,19 @@ def _unchanged(model, **kwargs):
 
 def test_prompt_ids_keep_upstreams_padding_lengths(model):
     ids, mask = left_pad(ROWS)
-    _unchanged(model, input_ids=ids, attention_mask=mask, repetition_penalty=1.8)
+    check_unchanged(model, input_ids=ids, attention_mask=mask, repetition_penalty=1.8)
 
 
 def test_ids_and_embeds_keep_upstreams_padding_lengths(model):
     ids, mask = left_pad(ROWS)
     embeds = model.get_input_embeddings()(ids).detach()
-    _unchanged(model, input_ids=ids, inputs_embeds=embeds, attention_mask=mask, repetition_penalty=1.8)
+    check_unchanged(model, input_ids=ids, inputs_embeds=embeds, attention_mask=mask, repetition_penalty=1.8)
 
 
 def test_unpadded_embeds_unchanged(model):
     ids, mask = left_pad([ROWS[0], ROWS[0][::-1]])
     embeds = model.get_input_embeddings()(ids).detach()
-    _unchanged(model, inputs_embeds=embeds, attention_mask=mask, repetition_penalty=1.8)
+    check_unchanged(model, inputs_embeds=embeds, attention_mask=mask, repetition_penalty=1.8)
 
 
 def test_callers_own_processor_left_alone(model):
@@ -99,7 +99,7 @@ def test_callers_own_processor_left_alone(model):
         own = RepetitionPenaltyLogitsProcessor(1.8, prompt_ignore_length=torch.tensor([0, 6]))
     except (TypeError, ValueError):  # 4.x: no such argument; 4.5x-5.22: an int only
         pytest.skip("this release's repetition penalty takes no per-row prompt_ignore_length")
-    _unchanged(model, inputs_embeds=embeds, attention_mask=mask, logits_processor=LogitsProcessorList([own]))
+    check_unchanged(model, inputs_embeds=embeds, attention_mask=mask, logits_processor=LogitsProcessorList([own]))
 
 
 def test_padded_embeds_equal_rows_alone(model):
