@@ -1233,6 +1233,8 @@ from . import sweep_processors  # noqa: E402,F401 - registers the processor scen
 # Equivalences 2 and 3 of issue 26 (inputs_embeds, every cache implementation): their own module, same registry
 # (imported last: it uses this module's helpers).
 from . import sweep_equivalences  # noqa: E402,F401
+# A forward is a function of its inputs (issue 36: recall missed a forward writing into the caller's position_ids).
+from . import sweep_inputs  # noqa: E402,F401
 # Continuations of a cache (issue 36 §3: a second turn, a prefix cache reused, the model's own cache argument).
 from . import sweep_continuations  # noqa: E402,F401
 # The tiny remote-code repos as a kind of their own (issue 36: recall found no remote-code defect without them).

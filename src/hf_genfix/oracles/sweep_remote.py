@@ -12,7 +12,9 @@ kind, against one no-cache forward of each row alone:
 - ``remote-cached``: greedy cached ``generate()`` of the family's batch (left-padded; ChatGLM's rows are of equal
   length, padding is not in its contract: ``legacy_models.rows_for``);
 - ``remote-uncached``: the same with ``use_cache=False``;
-- ``remote-beam``: beam search with a cache equals beam search without (3 beams, one row).
+- ``remote-beam``: beam search with a cache equals beam search without (3 beams, one row);
+- ``remote-logged``: ``remote-cached`` under a log handler that formats every record and lets an error out, as
+  pytest's log capture does: logging is no part of the answer.
 
 A repo that cannot be loaded even with hf_genfix is not built (listed with the reason). The scenarios build their
 own models, so the differential compares the two runs' verdicts, not their outputs (nothing is recorded).
@@ -106,6 +108,47 @@ def remote_beam(s: RemoteSubject) -> dict:
         raise DefectObserved(f"{s.family}: beam search: cached {cached} != uncached {plain}",
                              step=sweep._first_diff(cached, plain))
     return {"tokens": len(cached)}
+
+
+@contextlib.contextmanager
+def _formatting_every_record() -> Iterator[None]:
+    """transformers' loggers at WARNING, their records going to one handler that formats each of them and lets a
+    formatting error out (what pytest's log capture and strict logging setups do; Python's default handlers print
+    "--- Logging error ---" and go on). ``warning_once``'s memory is cleared first, so a warning the process gave
+    before is given again here. The library logger's own handlers are put back afterwards."""
+    import logging
+
+    class Formatting(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            self.format(record)
+
+    root = logging.getLogger("transformers")
+    handlers, level = list(root.handlers), root.level
+    clear = getattr(getattr(logging.Logger, "warning_once", None), "cache_clear", None)
+    if clear is not None:
+        clear()
+    for handler in handlers:
+        root.removeHandler(handler)
+    root.addHandler(Formatting())
+    root.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+        for handler in handlers:
+            root.addHandler(handler)
+        root.setLevel(level)
+
+
+@sweep.scenario("remote-logged", kind="remote-code")
+def remote_logged(s: RemoteSubject) -> dict:
+    """A program whose log handler formats every record (pytest's log capture, a structured log handler) gets what
+    a program without one gets, by definition: ``remote-cached`` under ``_formatting_every_record``. Recall missed
+    remote-code-mask-warning on 5.2.0 without it: that release's mask helpers log their deprecation with a
+    malformed call, harmless until a handler formats it."""
+    with _formatting_every_record():
+        return _greedy(s, "cached generate() of a batch, every log record formatted, vs each row's no-cache forward")
 
 
 # The families whose code has its own decoding loop (ChatGLM's stream_generate, behind stream_chat).
