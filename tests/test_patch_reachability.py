@@ -224,6 +224,7 @@ PROGRAMS: dict[str, tuple[str, ...]] = {
     "model-mamba2-continuation": ("mamba2",),
     "model-zamba-chunk-state": ("zamba",),
     "model-zamba2-step-dt-limit": ("zamba2",),
+    "model-zamba2-chunk-scan": ("zamba2",),
     "model-xglm-positions": ("xglm", "xglm-no-cache"),
     "prepare-inputs-full-ids-positions": ("openai-gpt",),
     "model-led-static-cache": ("led-static",),
@@ -462,7 +463,8 @@ def _write_repos(root: Path) -> dict[str, str]:
         "falcon-mamba": lambda: _buildable("falcon_mamba"),
         "mamba2": lambda: _buildable("mamba2"),
         "zamba": lambda: _buildable("zamba", use_mamba_kernels=False),
-        "zamba2": lambda: _buildable("zamba2", use_mamba_kernels=False),
+        # use_mem_rope: without it 5.0-5.3 cannot run a Zamba2 at all (no rotary_emb), so no program would reach it.
+        "zamba2": lambda: _buildable("zamba2", use_mamba_kernels=False, use_mem_rope=True),
         "xglm": lambda: _buildable("xglm"),
         "openai-gpt": lambda: _buildable("openai-gpt"),
         "phimoe": lambda: tiny_config("phimoe", sliding_window=WINDOW),

@@ -360,7 +360,11 @@ def _sliding_overrides(model_type: str) -> dict[str, Any]:
 # State-space (Mamba-2) mixers of hybrid models keep their full-size defaults under the tiny text sizes (Falcon-H1:
 # 128 heads, state 256, chunks of 256): without the optional kernels their reference scan then takes seconds per
 # step, a third of the whole sweep. Small values where the config has them (heads x head size = inner size).
-_SSM_SIZES = {"mamba_n_heads": 8, "mamba_d_head": 8, "mamba_d_ssm": 64, "mamba_d_state": 16, "mamba_chunk_size": 16}
+# ``chunk_size`` (Mamba-2, Zamba2, xLSTM: 256 by default) at 4, so that every prompt of the scenarios spans several
+# chunks: a knob that gates a code path (issue 36 section 2; Zamba2's scan between chunks was wrong on 4.49-5.14 and
+# no scenario of the main model crossed a chunk).
+_SSM_SIZES = {"mamba_n_heads": 8, "mamba_d_head": 8, "mamba_d_ssm": 64, "mamba_d_state": 16, "mamba_chunk_size": 16,
+              "chunk_size": 4}
 
 
 def _ssm_overrides(model_type: str) -> dict[str, Any]:

@@ -112,6 +112,7 @@ BY_ID: dict[str, str] = {
     "model-mamba2-continuation": "mamba2",
     "model-zamba-chunk-state": "zamba",
     "model-zamba2-step-dt-limit": "zamba2",
+    "model-zamba2-chunk-scan": "zamba2",
     "model-xglm-positions": "xglm",
     "sliding-window-full-cache-phimoe": "phimoe",
     "sliding-window-full-cache-qwen2-moe": "qwen2-moe",
