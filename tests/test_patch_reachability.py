@@ -366,8 +366,7 @@ model.generate(pixel_values=torch.rand(2, 3, 16, 16), input_ids=ids, attention_m
        for t in ("led", "fsmt", "mvp", "nllb-moe")},
     **{f"{t}-static": _generate(t, "AutoModelForSeq2SeqLM") for t in ("seamless_m4t", "seamless_m4t_v2")},
     "paligemma-uncached": _paligemma(use_cache=False),
-    # FSMT without cache, from a config built directly (the sweep's seq2seq builder calls 4.x's FSMT config
-    # composite and skips it).
+    # FSMT without cache, from a config built directly (the probe's own, tiny_fsmt).
     "fsmt-uncached": """
 import torch
 from transformers import AutoConfig, FSMTForConditionalGeneration

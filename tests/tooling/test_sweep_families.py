@@ -152,7 +152,7 @@ def test_calibration_leaves_sinusoidal_positions_as_defined():
 
     try:
         model = sweep_families.build_seq2seq("fsmt")
-    except ProbeSkipped as exc:  # 4.57.6: FSMT's config is composite, the sweep does not build it
+    except ProbeSkipped as exc:
         pytest.skip(str(exc))
     tables = [m for m in model.modules() if "Sinusoidal" in type(m).__name__]
     assert tables
@@ -161,3 +161,13 @@ def test_calibration_leaves_sinusoidal_positions_as_defined():
         expected = table.get_embedding(num, dim, table.padding_idx)
         assert torch.equal(table.weight.detach().float(), expected.float())
     assert 0.15 < float(model.get_input_embeddings().weight.std()) < 2  # the rest is calibrated (drawn: 0.02)
+
+
+def test_a_config_part_no_model_is_registered_under_is_not_a_second_model():
+    """FSMT's ``decoder`` (4.x: a DecoderConfig, model_type "fsmt_decoder", in ``sub_configs`` on 4.57) is FSMT's own
+    vocabulary and start token: FSMT is built. A vision tower or an ``AutoConfig`` part is another model's: not."""
+    from transformers import FSMTConfig, LlavaConfig
+
+    assert not sweep._composite(FSMTConfig())
+    assert sweep._composite(LlavaConfig())
+    sweep_families.build_seq2seq("fsmt")  # every release: no ProbeSkipped

@@ -1,18 +1,20 @@
 """model-fsmt-cached-positions: FSMT's cached generate() embeds every generated token at the first decoder position on
-5.0.0-5.17.0 (silently wrong from the second generated token, with the default dynamic cache).
+4.46.0-5.17.0 (silently wrong from the second generated token, with the default cache).
 
-The defect. ``FSMTDecoder.forward`` on 5.0-5.17 computes its positions from the ids it is fed
+The defect. ``FSMTDecoder.forward`` up to 5.17 computes its positions from the ids it is fed
 (``embed_positions(input_ids)``) and, with ``use_cache``, keeps the last one: written for a caller that feeds the
-whole decoder sequence every step. generate() (5.x) feeds only the new token, so every step gets the position of a
-sequence of length one. 5.18.0 fixed it upstream (the embedding adds the cache length:
-``make_positions(ids) + past_key_values_length``). Measured: max logit diff 0.116 from step 1 on 5.0.0, 0.126 on
-5.13.0 (the sweep's s2s-cached and s2s-padded scenarios).
+whole decoder sequence every step, as FSMT's own ``prepare_inputs_for_generation`` did up to 4.45. 4.46.0 removed
+it; generate() has fed only the new token since, so every step gets the position of a sequence of length one.
+5.18.0 fixed it upstream (the embedding adds the cache length: ``make_positions(ids) + past_key_values_length``).
+Measured: max logit diff 0.32 from step 1 on 4.46.3-4.50.3, 0.201 on 4.52.4-4.57.6, 0.116 on 5.0.0, 0.126 on
+5.13.0 (the sweep's s2s-cached and s2s-padded scenarios); 4.45.2 is right.
 
 Detection. ``doctor --sweep``'s s2s-cached scenario on a tiny FSMT: greedy cached generation, every step against a
 no-cache forward of the final sequence.
 
 Correction. ``FSMTDecoder.forward`` is wrapped: for a cached call fed one new token while the cache already holds
-``L`` tokens (generate()'s decoding step), the decoder's positional embedding adds ``L`` to the positions it makes
+``L`` tokens (generate()'s decoding step; on 4.x the cache is FSMT's own list of per-layer dicts, whose ``prev_key``
+says ``L``; a cache of any other shape is upstream's), the decoder's positional embedding adds ``L`` to the positions it makes
 from the fed ids, as 5.18.0 does (``SinusoidalPositionalEmbedding.forward`` is wrapped and reads ``L`` from a context
 variable the decoder wrapper sets for the duration of the call: per thread and task, nothing process-wide). A caller
 that feeds the whole sequence, the prompt step, an empty cache, the encoder's positions and ``use_cache=False`` are
@@ -47,9 +49,17 @@ def install(patcher: Any) -> None:
 
 def _cache_length(args: tuple, kwargs: dict) -> int:
     cache = kwargs.get("past_key_values", kwargs.get("cache"))
-    if cache is None or not hasattr(cache, "get_seq_length"):
+    if cache is None:
         return 0
-    return int(cache.get_seq_length())
+    if hasattr(cache, "get_seq_length"):
+        return int(cache.get_seq_length())
+    # 4.46-4.57: FSMT's own layout, one dict per layer ({"self": {"prev_key": [batch, heads, length, head_dim]}}).
+    # Any other object: no length known, upstream's positions.
+    try:
+        key = cache[0]["self"]["prev_key"]
+    except (TypeError, KeyError, IndexError):
+        return 0
+    return int(key.shape[2]) if getattr(key, "dim", lambda: 0)() == 4 else 0
 
 
 def _decoder(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:

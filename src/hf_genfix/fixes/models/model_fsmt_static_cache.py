@@ -4,7 +4,8 @@ slots from the first generated token on (silently wrong).
 The defect. ``FSMTModel.forward`` builds the decoder's causal and padding masks only when ``use_cache`` is off (``if
 not use_cache``); with a cache it passes none, which a dynamic cache can afford for one new token a step. A static
 cache holds ``max_cache_len`` slots from the first step, the unwritten ones zeros, and with no mask the new token
-weights them all (a logit difference of about 0.005 on a tiny model from step 0). Measured wrong on 5.0.0-5.24.0. Below 5.18.0 the
+weights them all (a logit difference of about 0.005 on a tiny model from step 0). Measured wrong on 4.56.0-5.24.0
+(4.54-4.55 refuse a static cache for FSMT; before, the request does not reach its attention). Below 5.18.0 the
 decoder also embeds every fed token at the first position (``model-fsmt-cached-positions``, which corrects it);
 masking alone would move the logits from upstream's 0.0074 to 0.116, so below 5.18.0 the mask is passed only while
 that patch is in effect for the call, and otherwise the static case raises.
