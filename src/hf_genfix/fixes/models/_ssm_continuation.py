@@ -91,10 +91,15 @@ def split_after_state(wrapped: Any, instance: Any, args: tuple, kwargs: dict) ->
     n = hidden.shape[1]
     mask = bound.arguments.get("attention_mask")
     # The mask the mixer is given: of the fed tokens (5.17 on), or of the whole sequence so far (Zamba before 5.17,
-    # whose hybrid cache has one has_previous_state flag and whose decode steps get the mask up to their token; a
-    # 5.17+ mixer given a wider mask is upstream's, bitwise). Either way the fed tokens' columns must all be ones: a
-    # pad among them has no place in a recurrence that we could know.
-    legacy = isinstance(getattr(cache, "has_previous_state", None), bool)
+    # whose decode steps get the mask up to their token: with its hybrid cache's one has_previous_state flag up to
+    # 5.4, and with the generic per-layer cache on 5.5-5.16 -- 5.12.0's second turn was left wrong, 5.13, when only
+    # the flag said so -- there only for a batch without padding: a left-padded batch prefilled in chunks passes
+    # chunks with pads after a state to upstream, and splitting the later ones mixes two paths (1.2e-4 against
+    # upstream's 9e-5 on the sweep's tame Zamba, 5.12.0); a 5.17+ mixer given a wider mask is upstream's, bitwise).
+    # Either way the fed tokens' columns must all be ones: a pad among them has no place in a recurrence that we
+    # could know.
+    legacy = isinstance(getattr(cache, "has_previous_state", None), bool) or (
+        _before_5_17() and mask is not None and bool((mask == 1).all()))
     if mask is not None and (mask.dim() != 2 or mask.shape[-1] < n or (mask.shape[-1] != n and not legacy)
                              or not bool((mask[:, -n:] == 1).all())):
         return wrapped(*args, **kwargs)
@@ -107,6 +112,14 @@ def split_after_state(wrapped: Any, instance: Any, args: tuple, kwargs: dict) ->
             bound.arguments["attention_mask"] = mask[:, i:i + 1] if width == n else mask[:, :width - n + i + 1]
         outputs.append(wrapped(*bound.args, **bound.kwargs))
     return torch.cat(outputs, dim=1)
+
+
+def _before_5_17() -> bool:
+    """Whether the installed release hands a Mamba mixer the mask of the whole sequence (before 5.17)."""
+    import transformers
+    from packaging.version import Version
+
+    return Version(Version(transformers.__version__).base_version) < Version("5.17.0")
 
 
 def count_fed(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
