@@ -92,10 +92,10 @@ def split_after_state(wrapped: Any, instance: Any, args: tuple, kwargs: dict) ->
     mask = bound.arguments.get("attention_mask")
     # The mask the mixer is given: of the fed tokens (5.17 on), or of the whole sequence so far (Zamba before 5.17,
     # whose decode steps get the mask up to their token: with its hybrid cache's one has_previous_state flag up to
-    # 5.4, and with the generic per-layer cache on 5.5-5.16 -- 5.12.0's second turn was left wrong, 5.13, when only
-    # the flag said so -- there only for a batch without padding: a left-padded batch prefilled in chunks passes
-    # chunks with pads after a state to upstream, and splitting the later ones mixes two paths (1.2e-4 against
-    # upstream's 9e-5 on the sweep's tame Zamba, 5.12.0); a 5.17+ mixer given a wider mask is upstream's, bitwise).
+    # 5.4, and with the generic per-layer cache on 5.5-5.16 -- keyed on the flag alone, 5.12.0's second turn stayed
+    # wrong by 5.13 -- there only for a batch without padding: a left-padded batch prefilled in chunks passes the
+    # chunks with pads after a state to upstream, and splitting the later ones mixes two paths (1.2e-4 on the
+    # sweep's tame Zamba, 5.12.0, where upstream passed); a 5.17+ mixer given a wider mask is upstream's, bitwise).
     # Either way the fed tokens' columns must all be ones: a pad among them has no place in a recurrence that we
     # could know.
     legacy = isinstance(getattr(cache, "has_previous_state", None), bool) or (
