@@ -23,6 +23,7 @@ Two things go wrong upstream, and the three wrappers here put them right:
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any
 
@@ -114,6 +115,7 @@ def split_after_state(wrapped: Any, instance: Any, args: tuple, kwargs: dict) ->
     return torch.cat(outputs, dim=1)
 
 
+@functools.lru_cache(maxsize=None)
 def _before_5_17() -> bool:
     """Whether the installed release hands a Mamba mixer the mask of the whole sequence (before 5.17)."""
     import transformers

@@ -149,7 +149,7 @@ def probe() -> dict:
     from hf_genfix.oracles.sweep_continuations import loud_model
 
     model = loud_model("zamba2", chunk_size=4, use_mem_rope=True)
-    mixers = [m for m in model.modules() if type(m).__name__ == "Zamba2MambaMixer"]
+    mixers = one_chunk(model, 0).mixers
     if not mixers or any(m.chunk_size != 4 for m in mixers):
         raise ProbeSkipped("the tiny Zamba2 does not take chunk_size 4 here")
     ids = torch.tensor([[17, 44, 91, 23, 5, 60, 12, 77, 30, 9, 3, 4, 8, 99]], device=model.device)
