@@ -6,7 +6,8 @@
 # On a machine without a GPU it prints one "no GPU" line and exits 0. On a GPU machine it uses .venv (creating it
 # as the README does, with plain `torch`: the default PyPI wheel for Linux is the CUDA build), then runs
 #   hf-genfix doctor --device cuda --dtype bfloat16
-#   the probe tests (tests/test_probes.py) and the host-sync test (tests/test_device.py) on cuda in bfloat16 with
+#   the probe tests (each patch folder's test_probe_proves_the_patch) and the host-sync test (tests/test_device.py)
+#     on cuda in bfloat16 with
 #     the sdpa kernel, and again with flash_attention_2 when flash_attn is installed
 #   the benchmarks prepare_inputs.py, right_padding.py, sliding_window_decode.py (--device cuda, few pairs)
 # Every step has a timeout and the whole run stops starting steps after GPU_CHECK_BUDGET seconds (default 470,
@@ -105,9 +106,9 @@ print(f'torch {torch.__version__} (cuda {torch.version.cuda}), transformers {tra
 # -- correctness on the device ----------------------------------------------------------------------------------------
 step doctor 150 "${HFG[@]}" doctor --device "$DEVICE" --dtype "$DTYPE" --output "$LOGS/doctor.json"
 PYTEST=("$PY" -m pytest -q -p no:cacheprovider --genfix-device "$DEVICE" --genfix-dtype "$DTYPE")
-step tests-sdpa 150 "${PYTEST[@]}" --genfix-attn sdpa tests/test_probes.py tests/test_device.py
+step tests-sdpa 150 "${PYTEST[@]}" --genfix-attn sdpa -k "test_probe_proves_the_patch or test_device" patches tests/test_device.py
 if "$PY" -c "import flash_attn" >/dev/null 2>&1; then
-  step tests-flash-attention 120 "${PYTEST[@]}" --genfix-attn flash_attention_2 tests/test_probes.py
+  step tests-flash-attention 120 "${PYTEST[@]}" --genfix-attn flash_attention_2 -k test_probe_proves_the_patch patches
 else
   row "tests-flash-attention" "skipped" 0 "flash_attn is not installed"
 fi

@@ -84,7 +84,8 @@ def main() -> int:
         times_left.append(tl)
     summary = ratio(ratios)
     # The patch's own work (detect, build the realigned call), timed alone: a noise-free bound on its cost.
-    from hf_genfix.fixes.padding.right_padding import plan_realignment
+    from hf_genfix import catalog
+    plan_realignment = catalog.fix('right-padding').plan_realignment
 
     start = time.perf_counter()
     for _ in range(200):

@@ -16,8 +16,8 @@ import transformers
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 from _show import INIT, verdict
-from hf_genfix.fixes.padding.padding_prefill_chunks import uncompiled
 from hf_genfix.oracles.decode import UPSTREAM_ERRORS, defect_on_error
+from hf_genfix.oracles.generation import uncompiled
 from hf_genfix.oracles.sliding import check_past_window, check_same_as_greedy, sliding_model
 
 PATCHES = {  # the catalog's patches for what this script runs, and the releases they cover

@@ -500,7 +500,7 @@ def render_markdown(manifests: Sequence[Any], rows: Mapping[str, Mapping[str, An
         if known.get(v):
             lines += [f"  Known (in the catalog, patched or not): " + ", ".join(f"`{k}`" for k in known[v]) + "."]
     lines += torch_axis_lines(manifests, rows, cells)
-    from hf_genfix.fixes import FAMILIES
+    from hf_genfix.catalog import FAMILIES
 
     lines += ["", "## Families", "", "| family | what it covers | patches |", "|---|---|---|"]
     lines += [f"| {family} | {covers} | " + (", ".join(f"`{m.id}`" for m in manifests if m.family == family) or "-")

@@ -11,12 +11,9 @@ from pathlib import Path
 
 import pytest
 
-# transformers copies trust_remote_code modules to <HF_MODULES_CACHE>/transformers_modules/<repo folder name>;
-# two suites running at once (tox p) with same-named pytest folders would overwrite each other's copies.
-if "HF_MODULES_CACHE" not in os.environ:
-    import tempfile
-
-    os.environ["HF_MODULES_CACHE"] = tempfile.mkdtemp(prefix="hf_genfix_modules_")
+# The precision options, HF_MODULES_CACHE and the fixtures every patch's tests share (require_applied, tiny,
+# patches_decided) are the patch test harness's, hf_genfix.testing.patches (loaded by pyproject.toml's addopts for
+# tests/ and patches/ alike).
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -126,44 +123,3 @@ def fake_world(tmp_path):
 
     (tmp_path / "genfix_fake_fix.py").write_text(FAKE_FIX)
     return World()
-
-
-def pytest_addoption(parser):
-    group = parser.getgroup("hf_genfix precision")
-    group.addoption("--genfix-dtype", default=None,
-                    help="build the oracles' tiny models in this dtype (float32, bfloat16, float16)")
-    group.addoption("--genfix-device", default=None, help="build them on this device (cpu, cuda, ...)")
-    group.addoption("--genfix-attn", default=None, help="with this attention kernel (eager, sdpa, flash_attention_2)")
-
-
-@pytest.fixture(autouse=True)
-def _genfix_precision(request):
-    """``--genfix-dtype/--genfix-device/--genfix-attn`` run every test inside ``oracles.precision()``: the probes
-    and oracles then build their models that way (benchmarks/gpu_check.sh uses it on a GPU)."""
-    options = [request.config.getoption(f"--genfix-{name}") for name in ("dtype", "device", "attn")]
-    if not any(options):
-        yield
-        return
-    from hf_genfix.oracles.precision import precision
-
-    with precision(*options):
-        yield
-
-
-@pytest.fixture(scope="session")
-def require_applied():
-    """``require_applied(patch_id)``: every target imported (so the registry has decided), then skip unless the
-    patch is applied on this transformers (a patch's tests run where its defect is)."""
-
-    def check(patch_id: str) -> None:
-        import transformers
-
-        import hf_genfix
-        from hf_genfix.doctor import import_targets
-
-        import_targets()
-        state = next(s for s in hf_genfix.status() if s.id == patch_id).state
-        if state != "applied":
-            pytest.skip(f"{patch_id} is {state} on transformers {transformers.__version__}")
-
-    return check

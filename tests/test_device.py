@@ -20,6 +20,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "hf_genfix"
+PATCHES = Path(__file__).resolve().parents[1] / "patches"
 # (as_tensor is left out: given a tensor, as dense_mask is, it keeps its device.)
 CREATORS = {"tensor", "arange", "zeros", "ones", "full", "empty", "rand", "randn", "randint"}
 # Per generate() call, hf_genfix may sync this many more times than upstream (right-padding reads the mask:
@@ -53,10 +54,11 @@ def test_fixes_and_helpers_create_tensors_on_a_device():
     # helpers/padding.py builds what a tokenizer returns (CPU tensors, as tokenizers give them).
     allowed = {"helpers/padding.py"}
     found = []
-    for folder in ("fixes", "helpers"):
-        for path in sorted((SRC / folder).rglob("*.py")):  # fixes/<family>/*.py
-            if str(path.relative_to(SRC)) not in allowed:
-                found += _creations_without_device(path)
+    runtime = [p for p in sorted(PATCHES.rglob("*.py")) if p.name not in ("probe.py", "program.py")
+               and not p.name.startswith("test_") and not p.name.endswith("_probes.py")]  # fixes, shared modules
+    for path in runtime + sorted((SRC / "helpers").rglob("*.py")):
+        if path.relative_to(SRC if SRC in path.parents else PATCHES).as_posix() not in allowed:
+            found += _creations_without_device(path)
     assert not found, "tensors created without device=: " + ", ".join(found)
 
 
@@ -96,12 +98,12 @@ class SyncCounter:
 
 
 def _syncs(model, ids, mask, new_tokens, patched, **kwargs):
-    import importlib
+    from hf_genfix import catalog
 
     # right-padding remembers the last 16 batches it realigned and compares a call's mask with each (a cost per
     # call that grows with that history, up to 16): every measurement starts with none, so the two lengths
     # compare like with like.
-    importlib.import_module("hf_genfix.fixes.padding.right_padding")._realigned.clear()
+    catalog.fix("right-padding")._realigned.clear()
     counter = SyncCounter()
     context = contextlib.nullcontext() if patched else hf_genfix.disabled()
     with context, torch.no_grad(), counter.counting():

@@ -84,7 +84,7 @@ report(identical=identical, after_revert=after_revert)
 
 def _forced_env():
     from hf_genfix._manifest import load_dir
-    from hf_genfix._config import env_name
+    from hf_genfix.toolkit import env_name
 
     return {env_name(m.id): "on" for m in load_dir()}
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hf_genfix._manifest import ManifestError, load_dir, load_file, parse
-from hf_genfix.fixes import FAMILIES, folder
+from hf_genfix.catalog import FAMILIES, folder
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFESTS = load_dir(ROOT / "patches")
@@ -42,23 +42,79 @@ def test_patch_ids_cover_the_issues():
 
 
 @pytest.mark.parametrize("manifest", MANIFESTS, ids=[m.id for m in MANIFESTS])
-def test_a_family_is_three_folders_side_by_side(manifest):
-    """patches/<family>/<id>.toml, its fix and probe in src/hf_genfix/fixes/<family>/, tests in tests/<family>/."""
-    where = folder(manifest.family)
-    assert Path(manifest.path).parent == ROOT / "patches" / where
-    for ref in (manifest.fix, manifest.probe):
-        assert ref.startswith(f"hf_genfix.fixes.{where}."), ref
-    assert (ROOT / "tests" / where).is_dir()
+def test_a_patch_is_one_folder(manifest):
+    """patches/<family>/<id>/: manifest.toml, fix.py (install), probe.py (probe), program.py and its own test;
+    the folder gives the id, the family and where the code is, and the manifest says none of them."""
+    here = ROOT / "patches" / folder(manifest.family) / manifest.id.replace("-", "_")
+    assert Path(manifest.path) == here / "manifest.toml"
+    code = f"hf_genfix._patches.{folder(manifest.family)}.{here.name}"
+    assert (manifest.fix, manifest.probe) == (f"{code}.fix:install", f"{code}.probe:probe")
+    assert (here / "fix.py").is_file() and (here / "probe.py").is_file() and (here / "program.py").is_file()
+    test = here / f"test_{here.name}.py"
+    assert test.is_file() and "(PatchTests)" in test.read_text(), f"{manifest.id}: its own test, {test.name}"
+    said = [line.split("=")[0].strip() for line in (here / "manifest.toml").read_text().splitlines()
+            if line.split("=")[0].strip() in ("id", "family", "fix", "probe")]
+    assert not said, f"{manifest.id}: the folder gives {said}"
 
 
-def test_the_three_trees_mirror_each_other():
-    fixes = ROOT / "src" / "hf_genfix" / "fixes"
+def test_the_catalog_is_one_tree():
+    """patches/ holds one folder per family and nothing loose but the catalog's data files; a family's folder holds
+    its patches' folders and its shared modules (shared/); the code that was src/hf_genfix/fixes/ lives there."""
     names = {folder(f) for f in FAMILIES}
-    assert {p.name for p in fixes.iterdir() if p.is_dir() and p.name != "__pycache__"} == names
-    assert {p.name for p in (ROOT / "patches").iterdir() if p.is_dir()} == names
-    assert names <= {p.name for p in (ROOT / "tests").iterdir() if p.is_dir()}
-    assert not list((ROOT / "patches").glob("*.toml")) and not [
-        p for p in fixes.glob("*.py") if p.name != "__init__.py"]
+    assert {p.name for p in (ROOT / "patches").iterdir() if p.is_dir() and p.name != "__pycache__"} == names
+    assert not list((ROOT / "patches").glob("*.toml")) and not list((ROOT / "patches").glob("*/*.toml"))
+    assert not (ROOT / "src" / "hf_genfix" / "fixes").exists()
+    for family in names:
+        for entry in (ROOT / "patches" / family).iterdir():
+            assert entry.name in ("__pycache__", "shared") or (entry.is_dir() and (entry / "manifest.toml").is_file()), (
+                f"{entry}: neither a patch's folder nor the family's shared/")
+
+
+def test_a_manifest_in_a_folder_names_no_id(tmp_path):
+    here = tmp_path / "padding" / "x_y"
+    here.mkdir(parents=True)
+    body = ('summary = "s"\ntargets = ["m:A.b"]\naffected = ">=1"\n[evidence]\nscenario = "s"\n'
+            'observed = "o"\n')
+    (here / "manifest.toml").write_text(body)
+    m = load_file(here / "manifest.toml")
+    assert (m.id, m.family, m.fix) == ("x-y", "padding", "hf_genfix._patches.padding.x_y.fix:install")
+    (here / "manifest.toml").write_text('id = "x-y"\n' + body)
+    with pytest.raises(ManifestError, match="folder gives them"):
+        load_file(here / "manifest.toml")
+
+
+def test_after_orders_the_stack(tmp_path):
+    def write(pid: str, after: list[str]) -> None:
+        here = tmp_path / "padding" / pid.replace("-", "_")
+        here.mkdir(parents=True)
+        (here / "manifest.toml").write_text(
+            f'summary = "s"\ntargets = ["m:A.b"]\naffected = ">=1"\nafter = {after!r}\n'.replace("'", '"')
+            + '[evidence]\nscenario = "s"\nobserved = "o"\n')
+
+    write("c-one", [])
+    write("a-two", ["c-one"])
+    write("b-three", [])
+    assert [m.id for m in load_dir(tmp_path)] == ["b-three", "c-one", "a-two"]
+    write("d-four", ["e-five"])
+    with pytest.raises(ManifestError, match="unknown patch"):
+        load_dir(tmp_path)
+
+
+def test_wrappers_on_one_target_are_ordered_by_the_manifests():
+    """Two patches that wrap one target stack in an order a manifest states (``after``), not by their ids."""
+    by_target: dict[str, list[str]] = {}
+    for m in MANIFESTS:
+        for target in m.targets:
+            qualname = target.partition(":")[2]
+            if "." in qualname or not qualname[0].isupper():  # a class alone is named for its subclass hooks
+                by_target.setdefault(target, []).append(m.id)
+    below = {m.id: set(m.after) for m in MANIFESTS}  # then closed: every patch a patch stacks on, however far
+    for _ in MANIFESTS:
+        for pid in below:
+            below[pid] |= {q for p in below[pid] for q in below[p]}
+    loose = [(target, a, b) for target, ids in by_target.items() for i, a in enumerate(ids) for b in ids[i + 1:]
+             if a not in below[b] and b not in below[a]]
+    assert not loose, "say which wraps which (after = [...]): " + "; ".join(f"{t}: {a}, {b}" for t, a, b in loose)
 
 
 GOOD = dict(id="x-y", summary="s", family="padding", targets=["m:A.b"], affected=">=1.0",
@@ -138,7 +194,10 @@ def test_wheel_ships_the_manifests(tmp_path):
     wheel = next(tmp_path.glob("*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
     for m in MANIFESTS:
-        assert f"hf_genfix/_patches/{folder(m.family)}/{m.id}.toml" in names
+        here = f"hf_genfix/_patches/{folder(m.family)}/{m.id.replace('-', '_')}"
+        assert {f"{here}/manifest.toml", f"{here}/fix.py", f"{here}/probe.py"} <= names, here
+    assert "hf_genfix/_patches/__init__.py" in names
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     assert "hf_genfix/_patches/verified.json" in names  # the verified range an installed package reports
     assert "hf_genfix/_patches/judged-torch.json" in names  # the torch of each judgement (catalog.torch_not_judged)
     # the oracles' tiny remote-code repos are package data, copied into a temporary repo when a probe runs

@@ -51,7 +51,8 @@ def test_unknown_dtype_is_refused():
 
 def test_a_bfloat16_probe_still_sees_the_defect():
     from hf_genfix.doctor import import_targets
-    from hf_genfix.fixes.padding.right_padding import probe
+    from hf_genfix import catalog
+    probe = catalog.probe_module('right-padding').probe
 
     import_targets()
     with precision("bfloat16"):

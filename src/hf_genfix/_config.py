@@ -33,30 +33,33 @@ class ConfigError(ValueError):
 
 
 def manifest_dir() -> str:
-    """Where the manifests are: ``patches/<family>/<id>.toml``."""
+    """Where the catalog is: ``patches/<family>/<id>/manifest.toml`` (and the catalog's data files)."""
     import os
 
-    # A wheel carries the manifests inside the package; a source checkout (editable install) has them at the
-    # top of the repository, where the design card puts them.
+    # A wheel carries the catalog inside the package (hf_genfix/_patches, with its data files); a source checkout
+    # (editable install) has it at the top of the repository, where the design card puts it.
     here = os.path.dirname(os.path.abspath(__file__))
     packaged = os.path.join(here, "_patches")
-    if os.path.isdir(packaged):
+    if os.path.isfile(os.path.join(packaged, "verified.json")):
         return packaged
     return os.path.join(os.path.dirname(os.path.dirname(here)), "patches")
 
 
 def patch_ids() -> "list[str]":
-    """The ids of the shipped patches (a manifest's file name is its id; tests/test_manifests.py checks it)."""
+    """The ids of the shipped patches: a patch's folder, ``patches/<family>/<id>/``, is its id with ``_`` for
+    ``-`` (tests/test_manifests.py checks it)."""
     import os
 
     names: "list[str]" = []
     try:
-        with os.scandir(manifest_dir()) as entries:  # patches/<family>/<id>.toml
-            for entry in entries:
-                names += os.listdir(entry.path) if entry.is_dir() else [entry.name]
+        with os.scandir(manifest_dir()) as families:
+            for family in families:
+                if family.is_dir():
+                    names += [name for name in os.listdir(family.path)
+                              if os.path.isfile(os.path.join(family.path, name, "manifest.toml"))]
     except FileNotFoundError:
         return []
-    return sorted(name[:-5] for name in names if name.endswith(".toml"))
+    return sorted(name.replace("_", "-") for name in names)
 
 
 def env_name(patch_id: str) -> str:

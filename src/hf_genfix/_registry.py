@@ -20,11 +20,11 @@ import sys
 import threading
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Sequence
 
 from . import _fork, _hooks
 from ._config import Config, env_name
-from ._manifest import Manifest
+from ._manifest import Manifest, in_range, load_object, parse_version as _parse_version
 from ._errors import Drift, HFGenfixWarning, PatchError
 from ._patcher import Patcher, is_suppressed, resolve, suppressed
 from .catalog import PatchStatus
@@ -63,21 +63,6 @@ def transformers_version() -> str | None:
         return dist_version("transformers")
     except PackageNotFoundError:
         return None
-
-
-def in_range(specifier: str, version: str) -> bool | None:
-    """Whether ``version`` is inside ``specifier``, gating pre-releases, dev and local builds by release number;
-    None when ``version`` is not a PEP 440 version (a source build reporting "main", "5.30.0-custom").
-
-    A release candidate, a development snapshot or a local build of X is treated as X: they carry (or are about
-    to carry) X's code, and the specifiers in patches/ name releases.
-    """
-    from packaging.specifiers import SpecifierSet
-
-    parsed = _parse_version(version)
-    if parsed is None:
-        return None
-    return SpecifierSet(specifier).contains(type(parsed)(parsed.base_version), prereleases=True)
 
 
 class Registry:
@@ -316,8 +301,7 @@ class Registry:
         try:
             for target in m.targets:
                 resolve(target)
-            module_name, _, func = m.fix.partition(":")
-            getattr(importlib.import_module(module_name), func)(patcher)
+            load_object(m.fix)(patcher)  # type: ignore[operator]
         except Drift as exc:
             return DRIFT, f"{exc}"
         except Exception as exc:  # noqa: BLE001 - any failure of a fix must not take the user's import down
@@ -410,18 +394,6 @@ def _exists(module: str) -> bool:
         if path is None and i < len(parts):
             return False
     return True
-
-
-def _parse_version(version: str | None) -> Any:
-    """A packaging Version; None for no version or one that is not PEP 440."""
-    if version is None:
-        return None
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return Version(version)
-    except InvalidVersion:
-        return None
 
 
 # Frames a warning must not point at: hf_genfix itself and the import machinery between the user's import

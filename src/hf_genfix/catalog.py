@@ -1,8 +1,10 @@
-"""The catalog, for the tools around it (doctor, the CLI, scripts, tests): what a manifest must say, the families
-it is grouped by, the transformers releases it was verified on, and the lines that say so.
+"""The catalog, for the tools around the core (doctor, the sweep, the matrix, upgrade-check, the CLI, scripts,
+tests, examples): each patch by its id (its manifest, fix, probe and plain user program: ``manifest``, ``fix``,
+``probe``, ``probe_module``, ``program``), the families it is grouped by, the open findings, the transformers
+releases it was verified on, and the lines that say so.
 
-The core (``_registry``, ``_manifest``) calls in here lazily; nothing here imports the core back but ``_config``
-and ``_errors``.
+The registry calls in here for ``PatchStatus`` and its log lines; nothing here imports the registry back. What a
+manifest must say (``check``, ``FAMILIES``) is defined with the manifests, in ``_manifest``, and shown here.
 
 The verified range is data: ``patches/verified.json``, written by ``python scripts/matrix.py sync`` from tox.ini (the
 ``[matrix] oldest_supported`` release and the newest env of ``env_list``), and shipped with the manifests, so an
@@ -14,17 +16,16 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from ._config import RESERVED, manifest_dir
-from ._errors import ManifestError
-from .fixes import FAMILIES
+from ._config import manifest_dir
+from ._manifest import FAMILIES, check  # noqa: F401 - the catalog's face for them (defined with the manifest)
 
-__all__ = ["FAMILIES", "PatchStatus", "STILL_APPLIES", "check", "judged_torch", "open_finding", "open_findings",
-           "outside_verified", "summary_line", "torch_not_judged", "verified_range", "warn_if_unverified"]
+__all__ = ["FAMILIES", "PatchStatus", "Program", "STILL_APPLIES", "check", "fix", "folder", "judged_torch", "manifest",
+           "manifests", "open_finding", "open_findings", "outside_verified", "patch_folder", "probe", "probe_module",
+           "program", "summary_line", "torch_not_judged", "verified_range", "warn_if_unverified"]
 
 FILE_NAME = "verified.json"
 # Silently wrong upstream paths found and on file, not patched (doctor --sweep's and doctor's "open" verdict).
@@ -35,6 +36,11 @@ JUDGED_TORCH = "judged-torch.json"
 # What a user outside the range can still rely on, for the library's log and `hf-genfix list`.
 STILL_APPLIES = ("each patch is still installed only where its affected range covers this release, but none was "
                  "checked on it: run `hf-genfix doctor` before you rely on it")
+
+
+def folder(family: str) -> str:
+    """The folder of a family under ``patches/`` and ``tests/``."""
+    return family.replace("-", "_")
 
 
 @dataclass(frozen=True)
@@ -98,7 +104,7 @@ def open_finding(scenario: str, model_type: str, version: str | None) -> dict[st
     model type) on this release, if one does."""
     import fnmatch
 
-    from ._registry import in_range
+    from ._manifest import in_range
 
     for record in open_findings():
         if fnmatch.fnmatchcase(scenario, record["scenario"]) and fnmatch.fnmatchcase(model_type, record["arch"]) and \
@@ -200,91 +206,79 @@ def summary_line(version: str, states: list[str]) -> str:
             f"its module is imported){rest}; `hf-genfix list` names them")
 
 
-# -- manifests ----------------------------------------------------------------------------------------------------
-_REQUIRED = ("id", "summary", "family", "targets", "affected", "fix", "probe", "evidence")
-_OPTIONAL = ("fixed_upstream", "sweep")
-_ID = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
-_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
-_CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-_CLAIM = re.compile(r"^[a-z0-9][\w-]*(/[\w*?\[\]-]+)?$")  # "scenario" or "scenario/model-type-glob"
+# -- the patches: what the tools around the core (doctor, the sweep, the matrix, upgrade-check, the tests, the
+# examples) ask for a patch by its id, never by its module's name ---------------------------------------------------
+def manifests() -> list[Any]:
+    """Every shipped patch's ``Manifest``, in the order the registry decides and stacks them in."""
+    from ._manifest import load_dir
+
+    return load_dir()
 
 
-def check(data: Mapping[str, object], where: str = "<manifest>") -> None:
-    """Raise ``ManifestError`` where a manifest's table does not follow docs/writing-a-patch.md."""
+def manifest(patch: Any) -> Any:
+    """The ``Manifest`` of a patch (its id, or the manifest itself); ``KeyError`` for an unknown id."""
+    if not isinstance(patch, str):
+        return patch
+    for m in manifests():
+        if m.id == patch:
+            return m
+    raise KeyError(f"no hf_genfix patch {patch!r}")
 
-    def fail(msg: str) -> ManifestError:
-        return ManifestError(f"{where}: {msg}")
 
-    unknown = sorted(set(data) - set(_REQUIRED) - set(_OPTIONAL))
-    if unknown:
-        raise fail(f"unknown key(s) {unknown}; allowed: {sorted(_REQUIRED + _OPTIONAL)}")
-    missing = [k for k in _REQUIRED if k not in data]
-    if missing:
-        raise fail(f"missing key(s) {missing}")
-    pid = data["id"]
-    if not isinstance(pid, str) or not _ID.match(pid):
-        raise fail(f"id {pid!r} is not kebab-case")
-    if pid.upper().replace("-", "_") in RESERVED:
-        raise fail(f"id {pid!r} collides with the setting HF_GENFIX_{pid.upper()}")
-    if where.endswith(".toml") and Path(where).stem != pid:
-        raise fail(f"id {pid!r} does not match the file name")
-    for key in ("summary", "affected", "fix", "probe"):
-        if not isinstance(data[key], str) or not data[key].strip():
-            raise fail(f"{key} must be a non-empty string")
-    if data["family"] not in (*FAMILIES, "test"):
-        raise fail(f"family {data['family']!r} is not one of {tuple(FAMILIES)}")
-    targets = data["targets"]
-    if not isinstance(targets, list) or not targets or not all(
-        isinstance(t, str) and _TARGET.match(t) for t in targets
-    ):
-        raise fail("targets must be a non-empty list of 'module:Qualified.name' strings")
-    for key in ("fix", "probe"):
-        if not _CALLABLE.match(data[key]):
-            raise fail(f"{key} {data[key]!r} is not 'module:function'")
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+def patch_folder(patch: Any) -> Path:
+    """The folder of a patch: ``patches/<family>/<id>/`` (manifest.toml, fix.py, probe.py, program.py, its test)."""
+    m = manifest(patch)
+    return Path(manifest_dir()) / folder(m.family) / m.id.replace("-", "_")
 
+
+def fix(patch: Any) -> Any:
+    """The module of a patch's fix, its ``fix.py`` (``install(patcher)`` and the wrappers it installs)."""
+    import importlib
+
+    return importlib.import_module(manifest(patch).fix.partition(":")[0])
+
+
+def probe_module(patch: Any) -> Any:
+    """The module of a patch's probe, its ``probe.py``."""
+    import importlib
+
+    return importlib.import_module(manifest(patch).probe.partition(":")[0])
+
+
+def probe(patch: Any) -> Any:
+    """A patch's probe: returns figures where the behaviour is right, raises ``DefectObserved`` where the defect
+    shows, ``ProbeSkipped`` where this release cannot run it (docs/writing-a-patch.md)."""
+    from ._manifest import load_object
+
+    return load_object(manifest(patch).probe)
+
+
+@dataclass(frozen=True)
+class Program:
+    """A patch's plain user program (its ``program.py``): ``imports``, the top level a user's program meeting the
+    defect runs (``hf-genfix doctor`` runs it in a fresh interpreter: it decides whether the patch is installed
+    there); ``source``, the whole file, whose ``run(repo, applied)`` is what that program does (the patch's test
+    runs it); ``path``, relative to the catalog (``padding/pad_token/program.py``)."""
+
+    patch: str
+    path: str
+    imports: str
+    source: str
+
+
+def program(patch: Any) -> Program | None:
+    """A patch's plain user program; None where its folder has none (a broken install)."""
+    import ast
+
+    m = manifest(patch)
+    where = patch_folder(m) / "program.py"
     try:
-        SpecifierSet(data["affected"])
-    except InvalidSpecifier as exc:
-        raise fail(f"affected {data['affected']!r} is not a PEP 440 specifier: {exc}") from exc
-    evidence = data["evidence"]
-    if not isinstance(evidence, dict) or not {"scenario", "observed"} <= set(evidence):
-        raise fail("evidence must be a table with at least 'scenario' and 'observed'")
-    if not all(isinstance(v, str) and v.strip() for v in evidence.values()):
-        raise fail("evidence values must be non-empty strings")
-    fixed = data.get("fixed_upstream", {})
-    _check_fixed(fixed, fail)
-    claims = data.get("sweep", [])
-    if not isinstance(claims, list) or not all(isinstance(c, str) and _CLAIM.match(c) for c in claims):
-        raise fail("sweep must be a list of 'scenario' or 'scenario/model-type-glob' strings")
-
-
-def _check_fixed(fixed: object, fail) -> None:
-    """``[fixed_upstream]``: ``version`` is a release, or a list of releases (one per cause) explained in
-    ``reason``; ``ref`` and ``reason`` are text. Tools compare these versions, so free text there breaks them."""
-    from packaging.version import InvalidVersion, Version
-
-    if not isinstance(fixed, dict) or (fixed and "version" not in fixed):
-        raise fail("fixed_upstream must be a table with 'version' (and 'ref')")
-    unknown = sorted(set(fixed) - {"version", "ref", "reason"})
-    if unknown:
-        raise fail(f"fixed_upstream: unknown key(s) {unknown}; allowed: ['reason', 'ref', 'version']")
-    for key in ("ref", "reason"):
-        if key in fixed and (not isinstance(fixed[key], str) or not fixed[key].strip()):
-            raise fail(f"fixed_upstream.{key} must be a non-empty string")
-    version = fixed.get("version")
-    versions = version if isinstance(version, list) else [version]
-    if version is not None and (not versions or not all(isinstance(v, str) for v in versions)):
-        raise fail("fixed_upstream.version must be a version string or a non-empty list of them")
-    for v in versions if version is not None else []:
-        try:
-            Version(v)
-        except InvalidVersion:
-            raise fail(f"fixed_upstream.version {v!r} is not a PEP 440 version (put the explanation in "
-                       "fixed_upstream.reason)") from None
-    if isinstance(version, list):
-        if [Version(v) for v in versions] != sorted(Version(v) for v in versions):
-            raise fail("fixed_upstream.version: list the releases oldest first")
-        if "reason" not in fixed:
-            raise fail("fixed_upstream.version lists several releases: say which fixes what in "
-                       "fixed_upstream.reason")
+        source = where.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    tree = ast.parse(source)
+    top = [node for i, node in enumerate(tree.body)
+           if not (isinstance(node, ast.FunctionDef) and node.name == "run")
+           and not (i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))]
+    return Program(patch=m.id, path=str(where.relative_to(manifest_dir())).replace(os.sep, "/"),
+                   imports="\n".join(ast.get_source_segment(source, node) or "" for node in top), source=source)

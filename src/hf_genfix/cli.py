@@ -165,7 +165,7 @@ def cmd_list(as_json: bool) -> int:
     if unverified:
         print(unverified)
     print(f"transformers {version}: {LIST_HEADER}" if version else "transformers is not installed: nothing to patch")
-    from hf_genfix.fixes import FAMILIES
+    from hf_genfix.catalog import FAMILIES
 
     rows = [("id", "state", "affected", "summary")] + [(r.id, r.state, r.affected, r.summary) for r in records]
     widths = [max(len(row[i]) for row in rows) for i in range(3)]

@@ -57,6 +57,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+from . import catalog
 from ._fork import reset_in_child
 
 SCHEMA = 1
@@ -164,11 +165,6 @@ def _plain(figures: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _load(spec: str) -> Callable[[], Any]:
-    module, _, name = spec.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
 def describe_target(target: str) -> dict[str, Any]:
     """Whether ``target`` exists on this install and its parameters: what the upgrade check compares.
 
@@ -269,7 +265,7 @@ def check_patch(registry: Any, status: Any, manifest: Any) -> PatchReport:
     targets = [describe_target(t) for t in manifest.targets] if version else []
     without = with_patch = None
     try:
-        probe = _load(manifest.probe)
+        probe = catalog.probe(manifest)
     except Exception as exc:  # noqa: BLE001
         without = ProbeRun(ERROR, 0.0, f"cannot import probe {manifest.probe}: {type(exc).__name__}: {exc}")
     else:

@@ -439,7 +439,7 @@ def _link_hf_genfix(site: Path, links: Path) -> list[str]:
 
     package, plugin = _package_roots()
     extra_paths = []
-    if (package / "_patches").is_dir():
+    if (package / "_patches" / "verified.json").is_file():  # a wheel: the catalog ships inside the package
         (links / "hf_genfix").symlink_to(package)
         if plugin is not None:
             (links / plugin.name).symlink_to(plugin)

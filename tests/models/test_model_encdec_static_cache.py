@@ -55,7 +55,7 @@ def _affected(patch: str) -> bool:
 def test_a_static_cache_is_each_row_alone(subject):
     if not _affected(PATCHES[subject.model_type]):
         pytest.skip(f"outside {PATCHES[subject.model_type]}'s range on {transformers.__version__}")
-    from hf_genfix.fixes.models._static_self_attention import StaticCacheUnsupported
+    from hf_genfix._patches.models.shared.static_self_attention import StaticCacheUnsupported
 
     try:
         figures = families.s2s_static_cache(subject)
@@ -93,7 +93,7 @@ def test_other_caches_are_upstream_bitwise(subject, options):
 def test_the_mask_hides_the_unwritten_slots_only():
     import torch
 
-    from hf_genfix.fixes.models._static_self_attention import StaticCacheUnsupported, unfilled_mask
+    from hf_genfix._patches.models.shared.static_self_attention import StaticCacheUnsupported, unfilled_mask
 
     class Layer:
         max_cache_len = 6
@@ -114,7 +114,7 @@ def test_the_mask_hides_the_unwritten_slots_only():
 
 
 def test_fsmt_below_5_18_refuses_a_static_cache_without_the_positions_patch():
-    from hf_genfix.fixes.models._static_self_attention import StaticCacheUnsupported
+    from hf_genfix._patches.models.shared.static_self_attention import StaticCacheUnsupported
 
     if not (_affected(PATCHES["fsmt"]) and _affected("model-fsmt-cached-positions")):
         pytest.skip(f"the FSMT positions defect is not in {transformers.__version__}")

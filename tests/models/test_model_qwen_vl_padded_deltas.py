@@ -16,7 +16,7 @@ pytest.importorskip("transformers")
 import torch  # noqa: E402
 
 import hf_genfix  # noqa: E402
-from hf_genfix.fixes.models import model_qwen_vl_padded_deltas as fix  # noqa: E402
+from hf_genfix._patches.models.shared import qwen_vl_padded_deltas as fix  # noqa: E402
 from hf_genfix.oracles import DefectObserved, ProbeSkipped  # noqa: E402
 from hf_genfix.oracles import sweep_imagetext as imagetext  # noqa: E402
 

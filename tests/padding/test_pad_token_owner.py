@@ -15,9 +15,11 @@ import pytest
 
 import hf_genfix
 from padding_models import patches_decided  # noqa: F401 (autouse fixture)
-from hf_genfix.fixes.padding.pad_token import pad_assigned_by_hf_genfix
+from hf_genfix import catalog
 from hf_genfix.oracles.saving import TEXTS, folder_files, folder_difference
 from hf_genfix.oracles.tokenizers import layout_of, load_tokenizer
+
+pad_assigned_by_hf_genfix = catalog.fix("pad-token").pad_assigned_by_hf_genfix
 
 
 def _pad_eos(tok):

@@ -65,7 +65,8 @@ def test_pad_token_pads_a_batch_without_torch_installed():
 def test_a_failed_guess_is_said_once_and_leaves_the_tokenizer_as_upstream_loads_it(monkeypatch, caplog):
     # Whatever else makes the decoder-only guess fail: the user hears it once, instead of a silent `applied`.
     import hf_genfix
-    from hf_genfix.fixes.padding import pad_token
+    from hf_genfix import catalog
+    pad_token = catalog.fix('pad-token')
     from hf_genfix.oracles.tokenizers import load_tokenizer
     from transformers import AutoTokenizer  # noqa: F401 - installs the patch
 

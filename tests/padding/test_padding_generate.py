@@ -15,10 +15,12 @@ import torch
 
 import hf_genfix
 from padding_models import model_of, patches_decided  # noqa: F401 (autouse fixture)
-from hf_genfix.fixes.padding import right_padding
+from hf_genfix import catalog
 from hf_genfix.oracles import DefectObserved, check_rows_against_reference, generate_steps, reference_logits
 from hf_genfix.oracles.generation import left_pad, right_pad
 from hf_genfix.oracles.padding import check_right_padded_generate, ragged_rows, check_same_as_left_padded
+
+right_padding = catalog.fix("right-padding")
 
 ARCHS = ["llama", "gpt2", "gpt_neo", "mistral", "qwen2", "gemma"]
 PAD, EOS = 0, 2  # oracles.tiny

@@ -19,10 +19,12 @@ import torch
 
 import hf_genfix
 from padding_models import model_of, patches_decided  # noqa: F401 (autouse fixture)
-from hf_genfix.fixes.padding import right_padding
+from hf_genfix import catalog
 from hf_genfix.oracles import DefectObserved, check_rows_against_reference, generate_steps
 from hf_genfix.oracles.generation import left_pad, right_pad
 from hf_genfix.oracles.padding import ragged_rows
+
+right_padding = catalog.fix("right-padding")
 
 PAD = 0  # oracles.tiny
 # No row may stop in these scenarios: a finished row is padded, and idiom (a) then attends that padding, which

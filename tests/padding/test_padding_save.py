@@ -52,7 +52,8 @@ def test_without_the_wrapper_the_choice_would_be_saved(tmp_path):
     upstream = _upstream_save(tmp_path / "upstream")
     tok = load_tokenizer("llama3")
     tok(TEXTS, padding=True)
-    from hf_genfix.fixes.padding import pad_token
+    from hf_genfix import catalog
+    pad_token = catalog.fix('pad-token')
 
     pad_token.forget(tok)  # as if pad-token had not marked the pad as its own
     tok.save_pretrained(tmp_path / "marked-off")

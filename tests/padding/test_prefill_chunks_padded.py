@@ -33,7 +33,7 @@ def _installed() -> bool:
 
 
 def _run(model, rows, chunk):
-    from hf_genfix.fixes.padding.padding_prefill_chunks import uncompiled
+    from hf_genfix.oracles.generation import uncompiled
 
     ids, mask = left_pad(rows)
     with uncompiled() as no_compile:  # 4.51 compiles the chunk loop unconditionally (minutes on CPU)

@@ -74,7 +74,8 @@ def test_legacy_view_reads_like_the_4_40_cache():
 
     from transformers import DynamicCache
 
-    from hf_genfix.fixes.prepare_inputs.legacy_cache import LegacyCacheView
+    from hf_genfix import catalog
+    LegacyCacheView = catalog.fix('legacy-cache').LegacyCacheView
     from hf_genfix.helpers.decode import cache_from_outputs
 
     model = model_of("llama")

@@ -206,7 +206,8 @@ def test_a_remote_tokenizer_without_special_tokens_encodes_its_own_tokens():
 def test_special_tokens_pattern_is_left_to_any_transformers_class_in_the_mro():
     """Only classes written directly on the slow base get 5.2's default; a subclass of a transformers tokenizer
     keeps what that class chose."""
-    from hf_genfix.fixes.remote_code.remote_code_tokenizer_special_tokens import written_for_4x
+    from hf_genfix import catalog
+    written_for_4x = catalog.fix('remote-code-tokenizer-special-tokens').written_for_4x
 
     class Base: ...
     class Builtin(Base): ...

@@ -21,12 +21,11 @@ pytest.importorskip("transformers")
 # expert-layout repo.
 PROBES = """
 import hf_genfix
-from hf_genfix.fixes.remote_code import remote_code_init_buffers, remote_code_tokenizer_special_tokens
-from hf_genfix.fixes.remote_code import remote_code_checkpoint_conversion
+from hf_genfix import catalog
 from hf_genfix.oracles import DefectObserved, ProbeSkipped
-for module in (remote_code_init_buffers, remote_code_tokenizer_special_tokens, remote_code_checkpoint_conversion):
+for patch in ("remote-code-init-buffers", "remote-code-tokenizer-special-tokens", "remote-code-checkpoint-conversion"):
     try:
-        module.probe()
+        catalog.probe(patch)()
     except (DefectObserved, ProbeSkipped):
         pass
 """

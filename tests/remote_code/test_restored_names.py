@@ -13,7 +13,7 @@ pytest.importorskip("transformers")
 
 
 def _loader_wrapper(names=None, modules=None):
-    from hf_genfix.fixes.remote_code._remote_code import restoring
+    from hf_genfix.toolkit.remote_code import restoring
 
     seen = {}
 
@@ -28,8 +28,10 @@ def _loader_wrapper(names=None, modules=None):
 
 
 def test_served_only_while_remote_code_loads():
-    from hf_genfix.fixes.remote_code import remote_code_attn_mask_utils as mask_fix
-    from hf_genfix.fixes.remote_code import remote_code_removed_names as names_fix
+    from hf_genfix import catalog
+    mask_fix = catalog.fix('remote-code-attn-mask-utils')
+    from hf_genfix import catalog
+    names_fix = catalog.fix('remote-code-removed-names')
 
     import transformers.utils.import_utils as import_utils
 
@@ -48,7 +50,8 @@ def test_served_only_while_remote_code_loads():
 
 
 def test_constraints_import_but_refuse_to_run():
-    from hf_genfix.fixes.remote_code.remote_code_removed_names import _removed_constraint
+    from hf_genfix import catalog
+    _removed_constraint = catalog.fix('remote-code-removed-names')._removed_constraint
 
     cls = _removed_constraint("DisjunctiveConstraint")
     with pytest.raises(NotImplementedError, match="removed in transformers 5.0"):
@@ -61,7 +64,7 @@ def test_mask_helpers_equal_the_release_module_where_it_exists(sliding_window, p
     upstream = pytest.importorskip("transformers.modeling_attn_mask_utils")
     if getattr(upstream, "__file__", "").endswith("_legacy_attn_mask_utils.py"):
         pytest.skip("this release has no modeling_attn_mask_utils to compare with")
-    from hf_genfix.fixes.remote_code import _legacy_attn_mask_utils as ours
+    from hf_genfix._patches.remote_code.shared import legacy_attn_mask_utils as ours
 
     embeds = torch.zeros(2, 5, 8)
     mask = torch.tensor([[0, 0, 1, 1, 1, 1, 1, 1, 1], [1] * 9])[:, -(5 + past):]
@@ -77,7 +80,8 @@ def test_mask_helpers_equal_the_release_module_where_it_exists(sliding_window, p
 
 
 def test_rope_scaling_reads_the_4x_value():
-    from hf_genfix.fixes.remote_code.remote_code_rope_scaling import old_rope_scaling
+    from hf_genfix import catalog
+    old_rope_scaling = catalog.fix('remote-code-rope-scaling').old_rope_scaling
 
     assert old_rope_scaling({"rope_theta": 10000.0, "rope_type": "default"}) is None
     assert old_rope_scaling({"type": "linear", "factor": 2.0, "rope_theta": 1e4, "rope_type": "linear"}) == {
@@ -90,7 +94,8 @@ def test_rope_scaling_reads_the_4x_value():
 def test_extract_past_has_both_old_meanings():
     from transformers.modeling_outputs import CausalLMOutputWithPast
 
-    from hf_genfix.fixes.remote_code.remote_code_model_methods import extract_past_from_model_output
+    from hf_genfix import catalog
+    extract_past_from_model_output = catalog.fix('remote-code-model-methods').extract_past_from_model_output
 
     out = CausalLMOutputWithPast(logits=torch.zeros(1, 1, 2), past_key_values=((torch.ones(1),),))
     assert extract_past_from_model_output(object(), out, standardize_cache_format=False) is out.past_key_values
@@ -98,7 +103,8 @@ def test_extract_past_has_both_old_meanings():
 
 
 def test_head_mask_as_in_4_57():
-    from hf_genfix.fixes.remote_code.remote_code_model_methods import get_head_mask
+    from hf_genfix import catalog
+    get_head_mask = catalog.fix('remote-code-model-methods').get_head_mask
 
     model = type("M", (), {"dtype": torch.float32})()
     assert get_head_mask(model, None, 3) == [None, None, None]
@@ -107,7 +113,7 @@ def test_head_mask_as_in_4_57():
 
 
 def test_check_generation_names_the_removed_api_a_remote_model_uses(tmp_path):
-    from hf_genfix.fixes.remote_code._remote_code import removed_api
+    from hf_genfix.toolkit.remote_code import removed_api
     from hf_genfix.oracles.legacy_models import load_family, write_family
     from hf_genfix.testing import check_generation
 
@@ -125,8 +131,9 @@ def test_check_generation_names_the_removed_api_a_remote_model_uses(tmp_path):
 
 
 def test_beam_modules_and_flash_helper_served_while_remote_code_loads():
-    from hf_genfix.fixes.remote_code import remote_code_removed_names as names_fix
-    from hf_genfix.fixes.remote_code._remote_code import _exists
+    from hf_genfix import catalog
+    names_fix = catalog.fix('remote-code-removed-names')
+    from hf_genfix.toolkit.remote_code import _exists
 
     missing = {m for m in names_fix.MODULES if not _exists(m)}
     import transformers.utils as utils
@@ -140,7 +147,7 @@ def test_beam_modules_and_flash_helper_served_while_remote_code_loads():
 
         return DisjunctiveConstraint, PhrasalConstraint, BeamSearchScorer, is_flash_attn_greater_or_equal_2_10()
 
-    from hf_genfix.fixes.remote_code._remote_code import restoring
+    from hf_genfix.toolkit.remote_code import restoring
 
     *classes, flash = restoring(modules=names_fix.MODULES, names=names_fix.NAMES)(loader, None, (), {})
     assert flash in (True, False)
@@ -164,7 +171,9 @@ def _tiny_llama(**config):
 def test_extended_attention_masks_equal_the_release_methods_where_they_exist(is_decoder):
     from transformers.modeling_utils import PreTrainedModel
 
-    from hf_genfix.fixes.remote_code.remote_code_model_methods import get_extended_attention_mask, invert_attention_mask
+    from hf_genfix import catalog
+    get_extended_attention_mask = catalog.fix('remote-code-model-methods').get_extended_attention_mask
+    invert_attention_mask = catalog.fix('remote-code-model-methods').invert_attention_mask
 
     model = _tiny_llama()
     model.config.is_decoder = is_decoder
@@ -203,7 +212,8 @@ def test_restored_methods_exist_for_old_remote_code_only(tmp_path):
 def test_logits_warper_as_in_4_44_and_not_twice_after_4_45(tmp_path):
     from transformers import GenerationConfig
 
-    from hf_genfix.fixes.remote_code.remote_code_model_methods import get_logits_warper
+    from hf_genfix import catalog
+    get_logits_warper = catalog.fix('remote-code-model-methods').get_logits_warper
     from hf_genfix.oracles.legacy_models import load_family, write_family
 
     config = GenerationConfig(temperature=0.7, top_k=5, top_p=0.9, do_sample=False)

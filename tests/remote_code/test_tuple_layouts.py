@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from hf_genfix.fixes.remote_code._tuple_layout import LayoutUnknown, detect  # noqa: E402
+from hf_genfix.toolkit.tuple_caches import LayoutUnknown, detect  # noqa: E402
 
 B, H, S, D = 3, 4, 6, 8
 LAYOUTS = {  # what old remote code returned per layer, for batch B, H heads, S positions, head dim D
@@ -62,7 +62,7 @@ def test_a_sequence_as_long_as_another_dimension_leaves_candidates_for_the_next_
 
 
 def test_a_layout_that_cannot_be_told_is_named_with_the_patch_and_its_switch():
-    from hf_genfix.fixes.remote_code._tuple_layout import recognise
+    from hf_genfix.toolkit.tuple_caches import recognise
 
     cls = type("NoBatchModel", (), {})
     with pytest.raises(LayoutUnknown, match="NoBatchModel.*HF_GENFIX_REMOTE_CODE_CACHE_API=off"):
@@ -86,8 +86,9 @@ def test_chatglm2_with_a_prompt_as_long_as_the_batch_fails_loudly(tmp_path):
 def test_a_forward_that_does_not_grow_its_past_by_the_tokens_fed_raises():
     from transformers import DynamicCache
 
-    from hf_genfix.fixes.remote_code import _tuple_layout
-    from hf_genfix.fixes.remote_code.remote_code_cache_api import _tuples_into
+    from hf_genfix.toolkit import tuple_caches as _tuple_layout
+    from hf_genfix import catalog
+    _tuples_into = catalog.fix('remote-code-cache-api')._tuples_into
 
     model = type("StaleModel", (), {"config": None})()
     cache = DynamicCache()
@@ -113,7 +114,7 @@ def test_beam_search_with_a_prompt_as_long_as_the_head_dim_equals_it_without_cac
         cached = model.generate(ids, use_cache=True, **kwargs)
     assert torch.equal(cached, reference)
     if in_range(">=4.54.0,!=5.0.*", transformers_version()):  # the releases where the patch hands tuples over
-        from hf_genfix.fixes.remote_code._tuple_layout import known
+        from hf_genfix.toolkit.tuple_caches import known
 
         assert known(type(model)) is not None
 
@@ -123,7 +124,7 @@ def test_cache_class_code_whose_cache_does_not_grow_by_the_tokens_fed_fails_loud
     from transformers import DynamicCache
 
     from hf_genfix._registry import in_range, transformers_version
-    from hf_genfix.fixes.remote_code._tuple_layout import CacheMismatch
+    from hf_genfix.toolkit.tuple_caches import CacheMismatch
     from hf_genfix.oracles.legacy_models import load_family, write_family
 
     if not in_range(">=4.54.0", transformers_version()):

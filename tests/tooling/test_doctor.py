@@ -141,13 +141,13 @@ def test_installed_in_the_plain_program_too_keeps_the_verdict(make_registry):
 
 
 def test_every_shipped_patch_has_a_user_program():
-    from hf_genfix._config import manifest_dir
-    from hf_genfix._manifest import load_dir
-    from hf_genfix.oracles import user_programs
+    from hf_genfix import catalog
 
-    missing = [m.id for m in load_dir(manifest_dir()) if user_programs.program_for(m.id, m.family) is None]
-    assert not missing, f"add them to hf_genfix/oracles/user_programs.py (BY_ID or BY_FAMILY): {missing}"
-    assert set(user_programs.BY_ID.values()) | set(user_programs.BY_FAMILY.values()) <= set(user_programs.PROGRAMS)
+    missing = [m.id for m in catalog.manifests() if catalog.program(m) is None]
+    assert not missing, f"give them a program.py in their folder (docs/writing-a-patch.md): {missing}"
+    for m in catalog.manifests():
+        program = catalog.program(m)
+        assert program.imports.strip() and "def run(repo, applied)" in program.source, m.id
 
 
 @pytest.mark.slow
@@ -159,7 +159,8 @@ def test_plain_program_runs_in_a_fresh_interpreter():
 
     records = PlainRun([("right-padding", "padding"), ("padding-side", "padding")]).results()
     assert records["right-padding"]["imports"] == "from transformers import LlamaForCausalLM"
-    assert records["padding-side"]["program"] == "tokenizer"
+    assert records["padding-side"]["program"] == "padding/padding_side/program.py"
+    assert records["padding-side"]["imports"] == "from transformers import AutoTokenizer"
     for pid, affected in (("right-padding", ">=4.40.2"), ("padding-side", ">=5.0.0")):
         expected = "applied" if in_range(affected, transformers.__version__) else "not-needed"
         assert (records[pid]["state"], records[pid]["error"]) == (expected, None), records[pid]

@@ -246,6 +246,7 @@ def test_hf_genfix_reaches_the_environment_as_it_is_installed_here(tmp_path, mon
     to src/) is put on the path, so that its manifests are found; both register the pytest plugin."""
     wheel = tmp_path / "site"
     (wheel / "hf_genfix" / "_patches").mkdir(parents=True)
+    (wheel / "hf_genfix" / "_patches" / "verified.json").write_text("{}")  # the catalog's data ships in a wheel
     (wheel / "hf_genfix_pytest").mkdir()
     monkeypatch.setattr(upgrade, "_package_roots", lambda: (wheel / "hf_genfix", wheel / "hf_genfix_pytest"))
     links = tmp_path / "links-wheel"
@@ -257,7 +258,7 @@ def test_hf_genfix_reaches_the_environment_as_it_is_installed_here(tmp_path, mon
     assert "hf_genfix = hf_genfix_pytest" in (info / "entry_points.txt").read_text()
 
     source = tmp_path / "checkout" / "src"
-    (source / "hf_genfix").mkdir(parents=True)
+    (source / "hf_genfix" / "_patches").mkdir(parents=True)  # in a checkout: the package that reads patches/
     monkeypatch.setattr(upgrade, "_package_roots", lambda: (source / "hf_genfix", source / "hf_genfix_pytest"))
     links = tmp_path / "links-source"
     links.mkdir()

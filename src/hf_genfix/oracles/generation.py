@@ -8,8 +8,9 @@ the reference picks.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from .outcome import DefectObserved
 from .precision import current, tolerance
@@ -138,3 +139,17 @@ def check_rows_against_reference(
                     step=t,
                 )
     return {"max_logit_diff": worst, "steps_compared": compared}
+
+
+@contextlib.contextmanager
+def uncompiled() -> Iterator[dict]:
+    """``generate()`` arguments (and a context) that run chunked prefill uncompiled.
+
+    4.51's chunk loop always torch.compiles the forward (minutes on CPU, for a probe of a second); positions do
+    not depend on it. Without fullgraph, which refuses a frame dynamo was told to skip.
+    """
+    import torch
+    from transformers import CompileConfig
+
+    with torch._dynamo.config.patch(disable=True):
+        yield {"compile_config": CompileConfig(fullgraph=False)}

@@ -373,6 +373,11 @@ def _ssm_overrides(model_type: str) -> dict[str, Any]:
            if isinstance(getattr(config, k, None), int) and getattr(config, k) > v}
     if "mamba_d_ssm" in out or "mamba_n_heads" in out:
         out.update({k: _SSM_SIZES[k] for k in ("mamba_n_heads", "mamba_d_head", "mamba_d_ssm") if hasattr(config, k)})
+    if getattr(config, "use_mem_rope", None) is False:
+        # Zamba2 on 5.0-5.3 builds no model without its shared attention's rotary embedding ('Zamba2Model' object
+        # has no attribute 'rotary_emb'), so the sweep met no Zamba2 there and missed model-zamba2-chunk-scan (the
+        # recall on 5.2.0); the probe and the program build theirs the same way.
+        out["use_mem_rope"] = True
     return out
 
 
@@ -1137,7 +1142,7 @@ def _rounding(registry: Any, func: Scenario, subject: Subject, pair: dict[str, A
     """(``rounding``, why) where both pass, the outputs differ by float rounding only, and one installed patch whose
     fix module documents why it cannot be bitwise (``NOT_BITWISE``) is the whole difference: with it off the outputs
     are upstream's, bitwise. None otherwise (the pair stays worse)."""
-    import importlib
+    from hf_genfix import catalog
 
     from .._registry import INSTALLED
 
@@ -1150,7 +1155,7 @@ def _rounding(registry: Any, func: Scenario, subject: Subject, pair: dict[str, A
         if status.state not in INSTALLED:
             continue
         manifest = next(m for m in registry.manifests() if m.id == status.id)
-        reason = getattr(importlib.import_module(manifest.fix.partition(":")[0]), "NOT_BITWISE", None)
+        reason = getattr(catalog.fix(manifest), "NOT_BITWISE", None)
         if not reason:
             continue
         with registry.disabled(status.id):

@@ -92,7 +92,7 @@ def removed_api_causes(model: Any) -> list[str]:
     """One sentence per old transformers API the model's remote code (``trust_remote_code``) relies on."""
     if model is None:
         return []
-    from ..fixes.remote_code import removed_api
+    from ..toolkit.remote_code import removed_api
 
     return [f"the model's remote code uses {what}, removed or changed in transformers {release} (restored for "
             f"remote code by hf_genfix patch {patch})" for what, release, patch in removed_api(type(model))]

@@ -1,0 +1,7 @@
+"""``decoding-unprepared-config``: the checks every patch owes (hf_genfix.testing.patches.PatchTests)."""
+
+from hf_genfix.testing.patches import PatchTests
+
+
+class TestPatch(PatchTests):
+    """``decoding-unprepared-config``: its probe proves it on this release; its plain program gets it installed."""

@@ -1,0 +1,10 @@
+"""The probe of ``model-llava-legacy-decode-mask`` (the defect, and how it is detected: ``fix.py``)."""
+
+from __future__ import annotations
+
+
+def probe() -> dict:
+    from hf_genfix.oracles.sweep import SCENARIOS
+    from hf_genfix.oracles.sweep_families import ImageTextSubject
+
+    return SCENARIOS["image-loud-cached-padded"](ImageTextSubject("llava"))

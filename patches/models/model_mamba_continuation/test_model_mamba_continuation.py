@@ -1,0 +1,103 @@
+"""model-mamba-continuation, model-falcon-mamba-continuation, model-mamba2-continuation (a pure state-space cache) and
+model-zamba-chunk-state (a hybrid's): continuations of a cache.
+
+With hf_genfix active: a second turn from generate()'s returned cache, a prefix cache reused through
+``copy.deepcopy`` for two continuations, and new tokens fed alone after a cache all match a no-cache forward of the
+whole conversation (one row and a left-padded batch). Where the patches apply, the same with them off shows the
+defect, and what upstream gets right (a plain cached generate(), a prompt without a cache) is bitwise upstream's.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+import hf_genfix  # noqa: E402
+from hf_genfix.oracles import DefectObserved, ProbeSkipped  # noqa: E402
+from hf_genfix.oracles.reference import max_diff, reference_logits  # noqa: E402
+from hf_genfix.oracles.sweep_continuations import loud_model, prefix_reuse, second_turn  # noqa: E402
+
+from hf_genfix.testing.patches import PatchTests, assert_upstream_bitwise  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("patches_decided")  # every patch decided before each test
+
+PATCHES = {"mamba": "model-mamba-continuation", "falcon_mamba": "model-falcon-mamba-continuation",
+           "mamba2": "model-mamba2-continuation", "zamba": "model-zamba-chunk-state"}
+ROW, TURN = [17, 44, 91, 23, 5, 60, 12, 77, 30, 9], [40, 41, 42]
+
+
+@pytest.fixture(scope="module", params=list(PATCHES))
+def subject(request):
+    # Where the patch is not applied upstream is wrong or refused (model-mamba-state-chunk before 5.17, whose own
+    # tests check the refusal) and nothing of this patch runs: there is nothing of it to test.
+    if not _applied(PATCHES[request.param]):
+        pytest.skip(f"{PATCHES[request.param]} does not apply to this release")
+    try:
+        return request.param, loud_model(request.param)
+    except ProbeSkipped as exc:
+        pytest.skip(str(exc))
+
+
+def _applied(patch: str) -> bool:
+    from hf_genfix.doctor import import_targets
+
+    import_targets()  # an armed patch installs when its module is imported: what status() says after that
+    return next(s for s in hf_genfix.status() if s.id == patch).state in ("applied", "forced")
+
+
+@pytest.mark.parametrize("rows", [[ROW], [ROW, ROW[:6], ROW[2:]]], ids=["one-row", "left-padded"])
+def test_second_turn_from_the_returned_cache_matches_the_no_cache_forward(subject, rows):
+    _, model = subject
+    assert second_turn(model, rows, TURN)["max_logit_diff"] <= 1e-4
+
+
+@pytest.mark.parametrize("rows", [[ROW], [ROW, ROW[:6], ROW[2:]]], ids=["one-row", "left-padded"])
+def test_a_prefix_cache_reused_by_deepcopy_matches_the_no_cache_forward(subject, rows):
+    _, model = subject
+    try:
+        figures = prefix_reuse(model, rows, [TURN, [7, 8, 9, 10]])
+    except (AttributeError, TypeError, KeyError) as exc:
+        # Zamba before 5.17 takes no generic DynamicCache as a prefix cache (its own hybrid cache only): loud, and
+        # upstream's own error with every patch off too -- nothing silent to correct.
+        with hf_genfix.disabled(), pytest.raises(type(exc)):
+            prefix_reuse(model, rows, [TURN, [7, 8, 9, 10]])
+        pytest.skip(f"upstream raises this call too: {type(exc).__name__}: {exc}")
+    assert figures["max_logit_diff"] <= 1e-4
+
+
+def test_new_tokens_alone_after_a_cache_continue_the_state(subject):
+    import torch
+
+    model_type, model = subject
+    if model_type == "zamba":
+        pytest.skip("a hybrid: its attention needs the caller's positions for tokens fed alone")
+    with torch.no_grad():
+        out = model(torch.tensor([ROW]), use_cache=True)
+        cache = getattr(out, "cache", None) or out.past_key_values
+        logits = model(torch.tensor([TURN]), cache=copy.deepcopy(cache), use_cache=True).logits[0]
+    assert max_diff(logits, reference_logits(model, ROW + TURN)[len(ROW):]) <= 1e-4
+
+
+def test_without_the_patch_the_second_turn_is_wrong(subject):
+    model_type, model = subject
+    if not _applied(PATCHES[model_type]):
+        pytest.skip(f"{PATCHES[model_type]} does not apply to this release")
+    with hf_genfix.disabled(PATCHES[model_type]), pytest.raises(DefectObserved) as caught:
+        second_turn(model, [ROW], TURN)
+    assert caught.value.figures["max_logit_diff"] > 1e-2
+
+
+def test_a_plain_cached_generate_is_upstreams(subject):
+    import torch
+
+    model_type, model = subject
+    ids = torch.tensor([ROW, [0, 0] + ROW[:8]])
+    assert_upstream_bitwise(model, PATCHES[model_type], ids, attention_mask=(ids != 0).long())
+
+
+class TestPatch(PatchTests):
+    """``model-mamba-continuation``: its probe proves it on this release; its plain program gets it installed."""

@@ -1,0 +1,19 @@
+"""The plain program that meets ``model-seamless-m4t-v2-static-cache``: generate() on a tiny SeamlessM4T-v2
+text-to-text model.
+
+Its top level is what such a program imports: ``hf-genfix doctor`` runs it in a fresh interpreter, where those
+imports decide whether the patch is installed. ``run(repo, applied)`` is what the program does: the patch's test
+runs it in a fresh interpreter after the imports, on the tiny repos written into ``repo``, and requires the patch
+installed (``applied(id)`` says whether a patch is).
+"""
+
+from transformers import SeamlessM4Tv2ForTextToText
+
+
+def run(repo, applied):
+    import torch
+    from transformers import AutoConfig, AutoModelForSeq2SeqLM
+    config = AutoConfig.from_pretrained(repo + "/seamless_m4t_v2")
+    model = AutoModelForSeq2SeqLM.from_config(config).eval()
+    ids = torch.tensor([[3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]])
+    model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sample=False)

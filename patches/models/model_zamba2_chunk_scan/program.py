@@ -1,0 +1,18 @@
+"""The plain program that meets ``model-zamba2-chunk-scan``: greedy generate() on a tiny Zamba2.
+
+Its top level is what such a program imports: ``hf-genfix doctor`` runs it in a fresh interpreter, where those
+imports decide whether the patch is installed. ``run(repo, applied)`` is what the program does: the patch's test
+runs it in a fresh interpreter after the imports, on the tiny repos written into ``repo``, and requires the patch
+installed (``applied(id)`` says whether a patch is).
+"""
+
+from transformers import Zamba2ForCausalLM
+
+
+def run(repo, applied):
+    import torch
+    from transformers import AutoConfig, Zamba2ForCausalLM
+    config = AutoConfig.from_pretrained(repo + "/zamba2")
+    model = Zamba2ForCausalLM(config).eval()
+    ids = torch.tensor([[3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]])
+    model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sample=False)

@@ -1,0 +1,183 @@
+"""What the continuation patches of the pure state-space models share (``model-mamba-continuation``,
+``model-falcon-mamba-continuation``): a cache that holds only recurrent states (5.x's ``LinearAttentionLayer``s),
+continued with more than one token.
+
+Two things go wrong upstream, and the three wrappers here put them right:
+
+- The mixer (``split_after_state``). Its one-token path reads and advances both states (the convolution window and
+  the SSM state); its "anything else" path, written for a prompt, continues the convolution from the cached window
+  but starts the selective scan from a zero state. So several tokens after a cache that holds a state (a second turn,
+  a prefix cache reused, a chunk) lose everything the SSM state remembered. The wrapper feeds such a chunk to
+  upstream's own forward one token at a time (the decoding path, exactly) and concatenates the outputs. A prompt (no
+  state yet), one token, a cache recording its past for assisted decoding, and a chunk whose mask has zeros (where
+  pads belong in a recurrence is the caller's guess, not ours) are upstream's.
+- generate() (``slice_continuation`` + ``count_fed``). generate() slices the ids it is given by the cache's length
+  (its contract: the whole conversation, or only the new tokens with a mask of the whole): a cache of recurrent
+  states has no length (``get_seq_length`` raises), so upstream feeds the whole conversation on top of the state
+  that already holds its start. The backbone's forward is wrapped to count, on the cache object itself (so that
+  ``copy.deepcopy`` carries it), the columns fed into it since it was empty; the model's
+  ``prepare_inputs_for_generation`` then slices a first iteration's ids to the columns past that count, as it would
+  for an attention cache of that length. A cache whose count is unknown (filled while hf_genfix was off), ids no
+  longer than the count, or a mask that does not cover the ids are upstream's.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any
+
+COUNT = "_hf_genfix_columns_fed"  # an attribute of the cache: the columns of input fed into its states so far
+
+
+def install_continuation(patcher: Any, mixer: str | None, backbone: str | None = None,
+                         prepare: str | None = None) -> None:
+    """Wrap one model's mixer where its chunk path forgets the state (not Mamba-2's, which scans from the cached
+    state) and, for a model whose cache holds recurrent states only, its backbone and prepare_inputs_for_generation
+    (a hybrid's cache has attention layers: generate() slices by their length). The cache argument is ``cache``
+    from 5.24 (``cache_params`` before; 5.24 still takes that name through a deprecation wrapper)."""
+    from hf_genfix import Drift
+
+    targets = ((mixer, ("hidden_states", "attention_mask")), (backbone, ("input_ids", "inputs_embeds")),
+               (prepare, ("input_ids", "is_first_iteration")))
+    for target, params in targets:
+        if target is None:
+            continue
+        value = patcher.require(target, *params)
+        if not {"cache", "cache_params"} & set(inspect.signature(value).parameters):
+            raise Drift(f"{target} takes neither cache nor cache_params")
+    if mixer is not None:
+        patcher.wrap(mixer, split_after_state)
+    if backbone is not None and prepare is not None:
+        patcher.wrap(backbone, count_fed)
+        patcher.wrap(prepare, slice_continuation)
+
+
+def _cache_argument(bound: inspect.BoundArguments) -> Any:
+    args = bound.arguments
+    cache = args.get("cache", args.get("cache_params"))
+    if cache is None:  # the deprecated name, passed through **kwargs
+        extra = args.get("kwargs") or {}
+        cache = extra.get("cache", extra.get("cache_params"))
+    return cache
+
+
+def has_state(cache: Any, layer: Any = None) -> bool:
+    flag = getattr(cache, "has_previous_state", None)
+    if isinstance(flag, bool):  # before 5.17: the hybrid caches' one flag for every layer, set after the prompt
+        return flag
+    if not callable(flag):
+        return False
+    try:
+        return bool(flag(layer) if layer is not None else flag())
+    except (ValueError, IndexError, TypeError):
+        return False
+
+
+def split_after_state(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+    """The mixer: several tokens after this layer's state go through upstream's one-token path, one at a time."""
+    import torch
+
+    hidden = args[0] if args else kwargs.get("hidden_states")
+    if hidden is None or hidden.dim() != 3 or hidden.shape[1] < 2:
+        return wrapped(*args, **kwargs)
+    bound = inspect.signature(wrapped).bind(*args, **kwargs)
+    cache = _cache_argument(bound)
+    layer = getattr(instance, "layer_idx", None)
+    if cache is None or layer is None or not has_state(cache, layer):
+        return wrapped(*args, **kwargs)
+    recording = getattr(cache, "is_recording_past", None)
+    if callable(recording) and recording(layer):
+        return wrapped(*args, **kwargs)
+    n = hidden.shape[1]
+    mask = bound.arguments.get("attention_mask")
+    # The mask the mixer is given: of the fed tokens (5.17 on), or of the whole sequence so far (Zamba before 5.17,
+    # whose decode steps get the mask up to their token: with its hybrid cache's one has_previous_state flag up to
+    # 5.4, and with the generic per-layer cache on 5.5-5.16 -- keyed on the flag alone, 5.12.0's second turn stayed
+    # wrong by 5.13 -- there only for a batch without padding: a left-padded batch prefilled in chunks passes the
+    # chunks with pads after a state to upstream, and splitting the later ones mixes two paths (1.2e-4 on the
+    # sweep's tame Zamba, 5.12.0, where upstream passed); a 5.17+ mixer given a wider mask is upstream's, bitwise).
+    # Either way the fed tokens' columns must all be ones: a pad among them has no place in a recurrence that we
+    # could know.
+    legacy = isinstance(getattr(cache, "has_previous_state", None), bool) or (
+        _before_5_17() and mask is not None and bool((mask == 1).all()))
+    if mask is not None and (mask.dim() != 2 or mask.shape[-1] < n or (mask.shape[-1] != n and not legacy)
+                             or not bool((mask[:, -n:] == 1).all())):
+        return wrapped(*args, **kwargs)
+    outputs = []
+    for i in range(n):
+        bound.arguments["hidden_states"] = hidden[:, i:i + 1]
+        if mask is not None:
+            # each token gets the mask its decode step would have had: its own column, or every column up to it
+            width = mask.shape[-1]
+            bound.arguments["attention_mask"] = mask[:, i:i + 1] if width == n else mask[:, :width - n + i + 1]
+        outputs.append(wrapped(*bound.args, **bound.kwargs))
+    return torch.cat(outputs, dim=1)
+
+
+@functools.lru_cache(maxsize=None)
+def _before_5_17() -> bool:
+    """Whether the installed release hands a Mamba mixer the mask of the whole sequence (before 5.17)."""
+    import transformers
+    from packaging.version import Version
+
+    return Version(Version(transformers.__version__).base_version) < Version("5.17.0")
+
+
+def count_fed(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+    """The backbone: after the call, the cache's count is the columns fed since it held no state."""
+    bound = inspect.signature(wrapped).bind(*args, **kwargs)
+    ids, embeds = bound.arguments.get("input_ids"), bound.arguments.get("inputs_embeds")
+    fed = ids.shape[1] if ids is not None else embeds.shape[1] if embeds is not None else None
+    cache = _cache_argument(bound)
+    before = None
+    if cache is not None and has_state(cache):
+        before = getattr(cache, COUNT, None)  # None: filled where nobody counted; stays unknown
+    elif cache is not None or fed is not None:
+        before = 0
+    out = wrapped(*args, **kwargs)
+    if fed is None or before is None:
+        return out
+    if cache is None:  # the backbone made the cache: it is in the output
+        from hf_genfix.helpers.decode import cache_from_outputs
+
+        cache = cache_from_outputs(out) if not isinstance(out, tuple) else None
+        if cache is None:
+            cache = getattr(out, "cache_params", None)
+    if cache is not None and has_state(cache):
+        try:
+            setattr(cache, COUNT, before + int(fed))
+        except AttributeError:  # a cache class with __slots__: the count stays unknown
+            pass
+    return out
+
+
+def slice_continuation(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+    """The model's prepare_inputs_for_generation: a first iteration over a cache that holds a state feeds only the
+    columns the cache has not seen, as generate() does for an attention cache of that length."""
+    bound = inspect.signature(wrapped).bind(*args, **kwargs)
+    extra = bound.arguments.get("kwargs") or {}
+    ids = bound.arguments.get("input_ids")
+    cache = _cache_argument(bound)
+    first = bound.arguments.get("is_first_iteration", extra.get("is_first_iteration"))
+    if (ids is None or cache is None or not first or extra.get("next_sequence_length") is not None
+            or bound.arguments.get("inputs_embeds") is not None or not _all_linear(cache) or not has_state(cache)):
+        return wrapped(*args, **kwargs)
+    seen = getattr(cache, COUNT, None)
+    mask = bound.arguments.get("attention_mask")
+    if seen is None or ids.shape[1] <= seen or (mask is not None and mask.shape[-1] != ids.shape[1]):
+        return wrapped(*args, **kwargs)
+    new = ids.shape[1] - seen
+    inputs = wrapped(*args, **dict(kwargs, next_sequence_length=new))
+    fed_mask = inputs.get("attention_mask")
+    if fed_mask is not None and fed_mask.dim() == 2 and fed_mask.shape[-1] == ids.shape[1]:
+        inputs["attention_mask"] = fed_mask[:, -new:]  # the mixer masks the tokens it is fed
+    return inputs
+
+
+def _all_linear(cache: Any) -> bool:
+    flags = getattr(cache, "is_linear", None)
+    try:
+        return bool(flags) and all(flags)
+    except TypeError:
+        return False

@@ -1,0 +1,28 @@
+"""The plain program that meets ``pad-token``: loads a Llama-3 and a Mistral tokenizer and pads a batch; then a
+text-generation pipeline on a tiny Llama checkpoint, its tokenizer padding a batch.
+
+Its top level is what such a program imports: ``hf-genfix doctor`` runs it in a fresh interpreter, where those
+imports decide whether the patch is installed. ``run(repo, applied)`` is what the program does: the patch's test
+runs it in a fresh interpreter after the imports, on the tiny repos written into ``repo``, and requires the patch
+installed (``applied(id)`` says whether a patch is).
+"""
+
+from transformers import AutoTokenizer
+
+
+def run(repo, applied):
+    from transformers import AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(repo + "/llama3")
+    if applied("pad-token"):
+        tok(["hello world", "the fox"], padding=True)
+        assert tok.pad_token == tok.eos_token, tok.pad_token
+    side = AutoTokenizer.from_pretrained(repo + "/mistral-tok").padding_side
+    if applied("padding-side"):
+        assert side == "left", side
+
+    from transformers import pipeline
+    pipe = pipeline("text-generation", model=repo + "/checkpoint")
+    if applied("pad-token"):
+        assert pipe.tokenizer.pad_token == pipe.tokenizer.eos_token
+        pipe.tokenizer(["hello world", "the fox"], padding=True)
+    pipe("hello world", max_new_tokens=2, do_sample=False)

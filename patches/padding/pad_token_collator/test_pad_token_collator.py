@@ -1,0 +1,7 @@
+"""``pad-token-collator``: the checks every patch owes (hf_genfix.testing.patches.PatchTests)."""
+
+from hf_genfix.testing.patches import PatchTests
+
+
+class TestPatch(PatchTests):
+    """``pad-token-collator``: its probe proves it on this release; its plain program gets it installed."""

@@ -1,0 +1,7 @@
+"""``padding-prefill-chunks``: the checks every patch owes (hf_genfix.testing.patches.PatchTests)."""
+
+from hf_genfix.testing.patches import PatchTests
+
+
+class TestPatch(PatchTests):
+    """``padding-prefill-chunks``: its probe proves it on this release; its plain program gets it installed."""

@@ -1,0 +1,7 @@
+"""``prepare-inputs-logits-to-keep``: the checks every patch owes (hf_genfix.testing.patches.PatchTests)."""
+
+from hf_genfix.testing.patches import PatchTests
+
+
+class TestPatch(PatchTests):
+    """``prepare-inputs-logits-to-keep``: its probe proves it on this release; its plain program gets it installed."""

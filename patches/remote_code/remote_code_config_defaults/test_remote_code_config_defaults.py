@@ -1,0 +1,7 @@
+"""``remote-code-config-defaults``: the checks every patch owes (hf_genfix.testing.patches.PatchTests)."""
+
+from hf_genfix.testing.patches import PatchTests
+
+
+class TestPatch(PatchTests):
+    """``remote-code-config-defaults``: its probe proves it on this release; its plain program gets it installed."""

@@ -1,0 +1,11 @@
+"""The probe of ``remote-code-logits-warper`` (the defect, and how it is detected: ``fix.py``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def probe() -> dict[str, Any]:
+    from hf_genfix.oracles.legacy_models import check_family_stream
+
+    return check_family_stream("chatglm3")

@@ -1,0 +1,7 @@
+"""``remote-code-removed-names``: the checks every patch owes (hf_genfix.testing.patches.PatchTests)."""
+
+from hf_genfix.testing.patches import PatchTests
+
+
+class TestPatch(PatchTests):
+    """``remote-code-removed-names``: its probe proves it on this release; its plain program gets it installed."""

@@ -1,0 +1,7 @@
+"""``sliding-window-dynamic-full``: the checks every patch owes (hf_genfix.testing.patches.PatchTests)."""
+
+from hf_genfix.testing.patches import PatchTests
+
+
+class TestPatch(PatchTests):
+    """``sliding-window-dynamic-full``: its probe proves it on this release; its plain program gets it installed."""

@@ -1,0 +1,7 @@
+"""The probe of ``sliding-window-full-cache-phimoe`` (shared with sliding-window-full-cache-qwen2-moe:
+``patches/sliding_window/shared/full_cache_probes.py``).
+"""
+
+from hf_genfix._patches.sliding_window.shared.full_cache_probes import probe_phimoe as probe
+
+__all__ = ["probe"]

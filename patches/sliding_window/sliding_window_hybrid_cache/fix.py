@@ -1,0 +1,64 @@
+"""sliding-window-hybrid-cache: up to 4.55, ``cache_implementation="sliding_window"`` on a model that mixes
+sliding and full-attention layers makes the full-attention layers sliding too.
+
+The defect. ``generate(cache_implementation="sliding_window")`` builds a ``SlidingWindowCache``: every layer
+holds only the last ``sliding_window`` tokens and reports sliding mask sizes. That is right for Mistral (every
+layer slides) but not for Gemma-2/3, Cohere-2 or Qwen-2/3 with ``max_window_layers``, whose full-attention layers
+then silently forget everything before the window: no error, logits off by 0.003-0.16 on tiny models from the
+second generated token on, and different tokens (4.46.3, 4.53.3, 4.54.0, 4.55.4 measured). From 4.56 every
+static cache is built from ``config.layer_types`` (upstream PR 40276), and the same request gives full layers
+where the model has them.
+
+Detection. ``probe()``: a tiny Gemma-2 (sliding, full; window 8), a 12-token prompt, greedy generation with
+``cache_implementation="sliding_window"``, every step against one no-cache forward of the final sequence.
+
+Correction. ``GenerationMixin._get_cache`` (where generate turns the name into a cache) is wrapped: when the
+model is hybrid according to ``SlidingWindowPolicy.layer_types`` (the model's own layout, also for configs that
+predate ``layer_types``), "sliding_window" is served as "hybrid" -- sliding layers keep the window, full layers
+keep everything, which is what 4.56 does. That needs the release's ``HybridCache`` to know the layout: it reads
+``config.layer_types`` from 4.53 on and is Gemma-2's alternation before; any other hybrid config on an older
+release gets "static" (every layer full: correct, only larger). Models whose every layer slides keep the
+``SlidingWindowCache`` they asked for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hf_genfix.toolkit import recorder
+
+record = recorder(__name__)  # this patch's reports to hf_genfix.recording()
+
+GET_CACHE = "transformers.generation.utils:GenerationMixin._get_cache"
+
+
+def install(patcher: Any) -> None:
+    patcher.require(GET_CACHE, "cache_implementation")
+    patcher.wrap(GET_CACHE, _get_cache)
+
+
+def _get_cache(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+    requested = args[0] if args else kwargs.get("cache_implementation")
+    if requested == "sliding_window":
+        served = _serve_as(instance.config)
+        if served != requested:
+            if record.on:
+                record.changed("cache_implementation %r served as %r",
+                                requested, served)
+            if args:
+                args = (served,) + tuple(args[1:])
+            else:
+                kwargs = dict(kwargs, cache_implementation=served)
+    return wrapped(*args, **kwargs)
+
+
+def _serve_as(config: Any) -> str:
+    from hf_genfix.helpers.sliding_window import SlidingWindowPolicy, text_config
+
+    if not SlidingWindowPolicy.is_hybrid(config):
+        return "sliding_window"
+    text = text_config(config)
+    # HybridCache follows layer_types (4.53+) or hard-codes Gemma-2's alternation (before).
+    if getattr(text, "layer_types", None) or getattr(text, "model_type", "") == "gemma2":
+        return "hybrid"
+    return "static"

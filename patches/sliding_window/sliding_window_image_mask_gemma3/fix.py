@@ -1,0 +1,10 @@
+"""sliding-window-image-mask-gemma3: Gemma-3: the bidirectional image-token mask escapes the sliding window: silently
+wrong logits when an image block is longer than the window
+
+The correction is shared with sliding-window-image-mask-gemma4: ``patches/sliding_window/shared/image_mask.py``, whose
+docstring gives the defects, how they are detected and the correction.
+"""
+
+from hf_genfix._patches.sliding_window.shared.image_mask import install_gemma3 as install
+
+__all__ = ["install"]

@@ -1,0 +1,19 @@
+"""The plain program that meets ``sliding-window-image-mask-gemma4``: greedy generate() on a tiny Gemma-4 image-text
+model.
+
+Its top level is what such a program imports: ``hf-genfix doctor`` runs it in a fresh interpreter, where those
+imports decide whether the patch is installed. ``run(repo, applied)`` is what the program does: the patch's test
+runs it in a fresh interpreter after the imports, on the tiny repos written into ``repo``, and requires the patch
+installed (``applied(id)`` says whether a patch is).
+"""
+
+from transformers import Gemma4ForConditionalGeneration
+
+
+def run(repo, applied):
+    import torch
+    from transformers import AutoConfig, Gemma4ForConditionalGeneration
+    config = AutoConfig.from_pretrained(repo + "/gemma4-vlm")
+    model = Gemma4ForConditionalGeneration(config).eval()
+    ids = torch.tensor([[3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]])
+    model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sample=False)

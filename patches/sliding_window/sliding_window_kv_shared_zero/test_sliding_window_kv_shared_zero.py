@@ -1,0 +1,7 @@
+"""``sliding-window-kv-shared-zero``: the checks every patch owes (hf_genfix.testing.patches.PatchTests)."""
+
+from hf_genfix.testing.patches import PatchTests
+
+
+class TestPatch(PatchTests):
+    """``sliding-window-kv-shared-zero``: its probe proves it on this release; its plain program gets it installed."""

@@ -1,0 +1,107 @@
+"""The toolkit a fix stands on: the one public surface a patch's ``fix.py`` imports from hf_genfix.
+
+A fix module (``patches/<family>/<id>/fix.py``) imports from this package, from the public helpers
+(``hf_genfix.helpers``) and from its own family's shared modules (``patches/<family>/shared/``), and from nothing
+else of hf_genfix: not the core's private modules, not the oracles (the probe, ``probe.py``, is where the lab
+is used), not another family's code, not another patch's folder. Code that two families share lives here.
+(``tests/test_catalog_layout.py`` holds every fix to that.)
+
+- The patcher: ``install(patcher)`` receives a ``Patcher`` (``Patcher`` is its protocol here): ``wrap``,
+  ``replace``, ``wrap_subclasses``, ``add_to_subclasses``, ``require``, ``on``, ``patch_id`` and
+  ``transformers_version`` (docs/writing-a-patch.md says what each does).
+- ``Drift``: raise it in ``install`` when the release lacks what the fix needs.
+- ``bound_arguments``: a call's arguments by name.
+- ``recorder``: how a wrapper reports the calls it sees and changes (``hf_genfix.recording()``), as its own patch.
+- ``hidden_from_warnings``, ``resolve``, ``reset_in_child``, ``hold_across_fork``, ``env_name``: the core's
+  mechanisms a fix needs (warnings that point at the user's line, a target's owner, locks safe across fork, the
+  name of a patch's switch).
+- Submodules, shared across families: ``positions`` (a ``cache_position`` relayed to an inner call),
+  ``prepare_inputs`` (wrapping every model class's ``prepare_inputs_for_generation``), ``remote_code`` (what a
+  trust_remote_code class is, and what it uses), ``tuple_caches`` (tuple-style caches for code written for 4.3x).
+
+Importing this package imports neither torch nor transformers.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, Protocol
+
+from .. import _record
+from .._config import env_name
+from .._errors import Drift
+from .._fork import hold_across_fork, reset_in_child
+from .._patcher import hidden_from_warnings, resolve
+
+__all__ = ["Drift", "Patcher", "Recorder", "bound_arguments", "env_name", "hidden_from_warnings",
+           "hold_across_fork", "patch_of_module", "recorder", "reset_in_child", "resolve"]
+
+
+class Patcher(Protocol):
+    """What ``install(patcher)`` receives (the registry's ``hf_genfix._patcher.Patcher``)."""
+
+    patch_id: str
+    transformers_version: Any
+
+    def require(self, target: str, *params: str) -> Any: ...
+    def wrap(self, target: str, wrapper: Callable[..., Any], enabled: Any = None) -> Any: ...
+    def replace(self, target: str, value: Any) -> None: ...
+    def wrap_subclasses(self, target: str, wrapper: Callable[..., Any], where: Any = None, hook: Any = None) -> None: ...
+    def add_to_subclasses(self, target: str, attr: str, value: Any, where: Callable[[type], bool]) -> None: ...
+    def on(self) -> bool: ...
+
+
+def bound_arguments(func: Any, args: tuple, kwargs: dict) -> dict:
+    """The call's arguments by name (keyword extras flattened), without defaults."""
+    bound = inspect.signature(func).bind(*args, **kwargs).arguments
+    for name, param in inspect.signature(func).parameters.items():
+        if param.kind is inspect.Parameter.VAR_KEYWORD and name in bound:
+            bound.update(bound.pop(name))
+    return dict(bound)
+
+
+def patch_of_module(module_name: str) -> str:
+    """The id of the patch whose folder holds the module ``module_name``
+    (``hf_genfix._patches.<family>.<id with _>.<module>``)."""
+    parts = module_name.split(".")
+    if len(parts) < 5 or parts[:2] != ["hf_genfix", "_patches"] or parts[3] == "shared":
+        raise ValueError(f"{module_name} is not a module of a patch's folder (patches/<family>/<id>/)")
+    return parts[3].replace("_", "-")
+
+
+class Recorder:
+    """Reports one patch's calls to ``hf_genfix.recording()`` (and, with ``HF_GENFIX_LOG=debug``, to the log).
+
+    Off by default; a wrapper checks ``on`` first, so that with recording off a report costs one attribute read::
+
+        record = recorder(__name__)          # in a patch's fix.py: the patch is the folder's
+        ...
+        if record.on:
+            record.seen()                                      # a call went through the wrapper
+        if record.on:
+            record.changed("realigned %d of %d rows", n, batch)  # the wrapper changed this call, and how
+    """
+
+    __slots__ = ("patch_id",)
+
+    def __init__(self, patch_id: str):
+        self.patch_id = patch_id
+
+    @property
+    def on(self) -> bool:
+        return _record.on
+
+    def seen(self) -> None:
+        _record.seen(self.patch_id)
+
+    def changed(self, what: str, *args: Any) -> None:
+        _record.changed(self.patch_id, what, *args)
+
+    def __repr__(self) -> str:
+        return f"Recorder({self.patch_id!r})"
+
+
+def recorder(where: str) -> Recorder:
+    """The ``Recorder`` of a patch: ``recorder(__name__)`` in a module of its folder; a family's shared module,
+    which serves several patches, passes the id its caller's patcher has (``recorder(patcher.patch_id)``)."""
+    return Recorder(patch_of_module(where) if where.startswith("hf_genfix.") else where)
