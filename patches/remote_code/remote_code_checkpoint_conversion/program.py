@@ -11,9 +11,13 @@ from transformers import LlamaForCausalLM
 
 
 def run(repo, applied):
+    import shutil
+    import tempfile
+
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
-    folder = repo + "/remote_moe"
+    # the repo is saved back next to its code: into a copy, so that the shared tiny repo stays as written
+    folder = shutil.copytree(repo + "/remote_moe", tempfile.mkdtemp() + "/remote_moe")
     config = AutoConfig.from_pretrained(folder, trust_remote_code=True)
     torch.manual_seed(0)
     saved = AutoModelForCausalLM.from_config(config, trust_remote_code=True).eval()

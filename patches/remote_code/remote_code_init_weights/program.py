@@ -17,9 +17,13 @@ except ImportError:
 
 
 def run(repo, applied):
+    import shutil
+    import tempfile
+
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
-    folder = repo + "/remote_deepseek"
+    # the repo is saved back next to its code: into a copy, so that the shared tiny repo stays as written
+    folder = shutil.copytree(repo + "/remote_deepseek", tempfile.mkdtemp() + "/remote_deepseek")
     config = AutoConfig.from_pretrained(folder, trust_remote_code=True)
     AutoModelForCausalLM.from_config(config, trust_remote_code=True).save_pretrained(folder)
     model = AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True).eval()

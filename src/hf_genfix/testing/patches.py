@@ -199,7 +199,7 @@ class PatchTests:
         program = catalog.program(manifest)
         assert program is not None, f"{manifest.id}: no program.py in its folder"
         affected = in_range(manifest.affected, transformers.__version__)
-        result = run_program(program, forced=not affected)
+        result = run_program(program)
         if "skip" in result:
             assert not affected, f"{manifest.id}: its program cannot be set up: {result['skip']}"
             pytest.skip(result["skip"])
@@ -239,25 +239,52 @@ print(json.dumps({"error": error, "states": {s.id: [s.state, s.reason] for s in 
 """
 
 
-def run_program(program: Any, forced: bool = False, timeout: int = 300) -> dict[str, Any]:
+def run_program(program: Any, timeout: int = 300) -> dict[str, Any]:
     """Run a patch's program (``catalog.program``) in a fresh interpreter: its imports after
-    ``import hf_genfix, transformers``, then ``run(repo, applied)`` on the tiny repos; returns ``{"error", "states"}``
-    (or ``{"skip": why}`` where a repo it loads cannot be written on this release). ``forced``: with the patch
-    switched on (``HF_GENFIX_<ID>=on``), for a release outside its range. Identical programs run once per session."""
+    ``import hf_genfix, transformers``, then ``run(repo, applied)`` on the tiny repos; returns ``{"error", "states",
+    "forced"}`` (or ``{"skip": why}`` where a repo it loads cannot be written on this release). The patches whose
+    programs are this one (the same code) and whose range does not cover this release are switched on
+    (``HF_GENFIX_<ID>=on``): the state then still says whether the program's imports reach them. One run per
+    distinct program per session."""
+    import transformers
+
     from hf_genfix import catalog
-    from hf_genfix.toolkit import env_name
+    from hf_genfix._config import env_name
+    from hf_genfix._manifest import in_range
 
     root, missing = _repos()
     needs = [folder for folder in missing if f'"/{folder}"' in program.source]
     if needs:
         return {"skip": missing[needs[0]]}
-    env = {env_name(program.patch): "on"} if forced else {}
+    code = _code_of(program.source)
+    sharing = [m for m in catalog.manifests() if _code_of(catalog.program(m).source) == code]
+    forced = sorted(m.id for m in sharing if not in_range(m.affected, transformers.__version__))
+    env = tuple(sorted((env_name(pid), "on") for pid in forced))
     path = str(catalog.patch_folder(program.patch) / "program.py")
-    return _run(path, str(root), tuple(sorted(env.items())), timeout)
+    return dict(_run(code, path, str(root), env, timeout), forced=forced)
 
 
 @functools.lru_cache(maxsize=None)
-def _run(path: str, repo: str, env: tuple, timeout: int) -> dict[str, Any]:
+def _code_of(source: str) -> str:
+    """A program's code without its docstring: what two patches' programs must share to share one run."""
+    import ast
+
+    tree = ast.parse(source)
+    if tree.body and isinstance(tree.body[0], ast.Expr) and isinstance(tree.body[0].value, ast.Constant):
+        tree.body = tree.body[1:]
+    return ast.unparse(tree)
+
+
+_RUNS: dict[tuple, dict[str, Any]] = {}  # (code, repo, environment) -> what the program's interpreter reported
+
+
+def _run(code: str, path: str, repo: str, env: tuple, timeout: int) -> dict[str, Any]:
+    if (code, repo, env) not in _RUNS:
+        _RUNS[code, repo, env] = _fresh(path, repo, env, timeout)
+    return _RUNS[code, repo, env]
+
+
+def _fresh(path: str, repo: str, env: tuple, timeout: int) -> dict[str, Any]:
     from hf_genfix import _child
 
     environ = {k: v for k, v in os.environ.items() if not k.startswith("HF_GENFIX")}
