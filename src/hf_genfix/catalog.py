@@ -13,6 +13,7 @@ installed package knows it without a source checkout. tests/tooling/test_matrix.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -210,16 +211,23 @@ def summary_line(version: str, states: list[str]) -> str:
 # examples) ask for a patch by its id, never by its module's name ---------------------------------------------------
 def manifests() -> list[Any]:
     """Every shipped patch's ``Manifest``, in the order the registry decides and stacks them in."""
+    return list(_shipped())
+
+
+@functools.lru_cache(maxsize=None)
+def _shipped() -> tuple[Any, ...]:
+    # Read once per process: the shipped manifests do not change under a running program (doctor asks for each
+    # patch's program, probe and fix by id, 93 times each).
     from ._manifest import load_dir
 
-    return load_dir()
+    return tuple(load_dir())
 
 
 def manifest(patch: Any) -> Any:
     """The ``Manifest`` of a patch (its id, or the manifest itself); ``KeyError`` for an unknown id."""
     if not isinstance(patch, str):
         return patch
-    for m in manifests():
+    for m in _shipped():
         if m.id == patch:
             return m
     raise KeyError(f"no hf_genfix patch {patch!r}")
