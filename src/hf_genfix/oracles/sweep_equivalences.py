@@ -241,7 +241,46 @@ def inputs_embeds_penalties(s: Subject) -> dict:
     return {"max_logit_diff": worst, "options": ", ".join(checked)}
 
 
-for _func in (inputs_embeds, inputs_embeds_padded, inputs_embeds_options, inputs_embeds_penalties):
+@scenario("inputs-embeds-prefill-chunks", needs=("kv", "padding"))
+def inputs_embeds_prefill_chunks(s: Subject) -> dict:
+    """``generate(ids, inputs_embeds=E, prefill_chunk_size=3)`` on a left-padded batch whose prompt embeddings are
+    not those of its ids (a soft prompt, an image's features merged in: what a multimodal model's ``generate``
+    hands its language model). Each row, each step, against the no-cache forward of that row's own embeddings
+    followed by its new tokens' embeddings. With ``E`` the embeddings of the ids (the other embeds scenarios), a
+    chunk loop that reads the ids instead of ``E`` would look right: the offset makes it loud."""
+    import torch
+
+    from .sweep import _chunking
+
+    _chunking()
+    rows = s.rows(9, 5, seed=16)
+    ids, mask = left_pad(rows)
+    ids, mask = ids.to(s.model.device), mask.to(s.model.device)
+    table = s.model.get_input_embeddings()
+    with torch.no_grad():
+        embeds = table(ids)
+        # A fixed offset per position, a third of the table's own scale: far from every id's embedding.
+        gen = torch.Generator().manual_seed(16)
+        offset = torch.randn(embeds.shape[1:], generator=gen).to(embeds.device, embeds.dtype)
+        embeds = embeds + offset * (embeds.float().std() / 3).to(embeds.dtype)
+    run = generate_steps(s.model, ids, mask, max_new_tokens=4, inputs_embeds=embeds, pad_token_id=0,
+                         eos_token_id=None, prefill_chunk_size=3)
+    width = ids.shape[1]
+
+    def reference(b: int, tokens: Any) -> Any:
+        row = embeds[b, width - len(rows[b]):]
+        new = torch.as_tensor(list(tokens)[len(rows[b]):], dtype=torch.long, device=s.model.device)
+        with torch.no_grad():
+            whole = torch.cat([row, table(new)], 0)[None]
+            return s.model(inputs_embeds=whole, use_cache=False).logits[0].float()
+
+    return check_rows_against_reference(
+        s.model, rows, run, "left-padded generate(ids, inputs_embeds=E) with prefill_chunk_size=3 vs each row's "
+        "own embeddings", eos_token_id=[], reference=reference)
+
+
+for _func in (inputs_embeds, inputs_embeds_padded, inputs_embeds_options, inputs_embeds_penalties,
+              inputs_embeds_prefill_chunks):
     _func.declines = _declines_embeds  # type: ignore[attr-defined]
 
 
