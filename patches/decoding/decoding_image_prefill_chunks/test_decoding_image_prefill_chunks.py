@@ -81,6 +81,27 @@ def test_the_patch_says_so_once(wrong_upstream, applied):
         SCENARIOS["image-prefill-chunks-padded"](wrong_upstream)
 
 
+def test_a_prompt_given_as_embeddings_is_one_pass(applied):
+    """5.0-5.22 embed each chunk from its ids: the given embeddings are lost (a left-padded batch given as ids plus
+    embeddings that are not the ids' own); one pass with the patch, wrong without it. 5.23+ raise (upstream's)."""
+    from hf_genfix.oracles.sweep import Subject
+
+    if applied.endswith("bidirectional"):
+        pytest.skip("5.23+ raise on chunked inputs_embeds: upstream's loud error, untouched")
+    subject = Subject("llama")
+    assert _chunked_embeds(subject)["max_logit_diff"] <= 1e-4
+    # Every patch off: with this one off alone, prepare-inputs' slicing makes the chunks raise a shape error instead
+    with hf_genfix.disabled(), pytest.raises(DefectObserved, match="prefill_chunk_size") as caught:
+        _chunked_embeds(subject)
+    assert caught.value.figures["max_logit_diff"] > 0.1
+
+
+def _chunked_embeds(subject):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return SCENARIOS["inputs-embeds-prefill-chunks"](subject)
+
+
 def _assert_bitwise_upstream(subject, applied, prompts, images, **options):
     import torch
 

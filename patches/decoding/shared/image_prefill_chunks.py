@@ -11,6 +11,10 @@ The defects. 5.x's ``GenerationMixin._prefill`` feeds the prompt in chunks of ``
   5.1-5.2 are as wrong upstream, but there hf_genfix's sliding-window-prefill-chunks runs the chunk loop itself
   (wrapping the same method, inside this wrapper's reach): with it most image models raise "Image features and
   image tokens do not match" (loud) and Idefics2 stays wrong (6.65); not corrected here.
+- 5.0-5.22, the same loss for a prompt given with ``inputs_embeds`` (a soft prompt, or the embeddings with the
+  image merged in that BLIP-2-like models hand their language model): each chunk is embedded from its ids, the
+  embeddings being used only when the cache positions cover them all (tiny text models: 0.07 to 3.4 logits; with
+  prepare-inputs on and this patch off, a shape error). 5.23 raises a shape error instead (loud, left as it is).
 - 5.23 on: the images are encoded once and each chunk gets the features of its own placeholders (right for
   causal attention), but Gemma-3, Gemma-4 and PaliGemma attend to an image (PaliGemma: to the whole image + prompt
   prefix) in both directions: a placeholder in one chunk cannot see those of the next, which the one-pass prefill
@@ -20,10 +24,10 @@ Detection. ``probe()`` / ``probe_bidirectional()``: the sweep's image-text scena
 (a left-padded batch of two image prompts, ``prefill_chunk_size=3``, every step against the no-cache forward of
 each row with its image) on tiny LLaVA and Gemma-3 with loud weights.
 
-Correction. Where the defect is (an image input given on the first prefill of a prompt that spans more than one
-chunk; on 5.23+ only for the bidirectional model types), the prefill runs in one pass, as without
-``prefill_chunk_size`` -- the path the sweep checks as right -- and one ``HFGenfixWarning`` says so (the chunking's
-memory bound is given up for that call). Text-only prompts, prompts that fit in one chunk, later prefills of
+Correction. Where the defect is (an image input, or on 5.0-5.22 ``inputs_embeds``, given on the first prefill of
+a prompt that spans more than one chunk; on 5.23+ only images, for the bidirectional model types), the prefill
+runs in one pass, as without ``prefill_chunk_size`` -- the path the sweep checks as right -- and one
+``HFGenfixWarning`` says so (the chunking's memory bound is given up for that call). Text-only prompts, prompts that fit in one chunk, later prefills of
 assisted decoding and every model type the release chunks right (mllama on 5.3-5.22; all but the three
 bidirectional ones on 5.23+) keep upstream's chunked prefill, bitwise.
 """
@@ -95,16 +99,23 @@ def _bind(args: tuple, kwargs: dict) -> tuple[Any, Any, dict, bool]:
 def _prefill(wrapped: Any, instance: Any, args: tuple, kwargs: dict, patch: str, bidirectional_only: bool) -> Any:
     ids, config, model_kwargs, first = _bind(args, kwargs)
     chunk = getattr(config, "prefill_chunk_size", None)
-    if chunk is None or ids is None or not first or not has_image_inputs(model_kwargs):
+    if chunk is None or ids is None or not first:
+        return wrapped(*args, **kwargs)
+    # 5.0-5.22 also chunk the ids of a prompt given with inputs_embeds and embed each chunk from them (the
+    # embeddings are used only when the cache positions cover them all): the same loss, the same one pass.
+    # 5.23+ raise on it (a shape error: loud), which the bidirectional patch leaves to upstream.
+    embeds = None if bidirectional_only else model_kwargs.get("inputs_embeds")
+    if embeds is None and not has_image_inputs(model_kwargs):
         return wrapped(*args, **kwargs)
     model_type = getattr(getattr(instance, "config", None), "model_type", "")
     if (model_type not in BIDIRECTIONAL) if bidirectional_only else (model_type in CHUNKS_RIGHT):
         return wrapped(*args, **kwargs)
-    if ids.shape[-1] - _cached(model_kwargs) <= chunk:
+    length = ids.shape[-1] if embeds is None or ids.shape[-1] else embeds.shape[1]
+    if length - _cached(model_kwargs) <= chunk:
         return wrapped(*args, **kwargs)  # one chunk: the same as one pass
     one_pass = copy.copy(config)
     one_pass.prefill_chunk_size = None
-    _warn(model_type, chunk, patch)
+    _warn(model_type, chunk, patch, "an image" if embeds is None else "inputs_embeds")
     if len(args) > 1:
         args = (args[0], one_pass, *args[2:])
     else:
@@ -122,7 +133,7 @@ def _cached(model_kwargs: dict) -> int:
         return 0
 
 
-def _warn(model_type: str, chunk: int, patch: str) -> None:
+def _warn(model_type: str, chunk: int, patch: str, what: str) -> None:
     import transformers
 
     from hf_genfix import HFGenfixWarning
@@ -131,7 +142,7 @@ def _warn(model_type: str, chunk: int, patch: str) -> None:
     if model_type in _warned:
         return
     _warned.add(model_type)
-    warnings.warn(f"hf_genfix: transformers {transformers.__version__} prefills an image prompt of {model_type} "
-                  f"wrongly in chunks (prefill_chunk_size={chunk}): this prefill runs in one pass instead "
+    warnings.warn(f"hf_genfix: transformers {transformers.__version__} prefills a prompt with {what} of "
+                  f"{model_type} wrongly in chunks (prefill_chunk_size={chunk}): this prefill runs in one pass instead "
                   f"({env_name(patch)}=off to keep upstream's chunks)", HFGenfixWarning,
                   stacklevel=4)
