@@ -7,7 +7,8 @@ project's oracle (a no-cache forward of each whole unpadded row, ``generation.ch
 - ``prefix-reuse``: the shared prefix prefilled once, ``model(prefix, past_key_values=DynamicCache(...))``, then
   ``generate(prefix + continuation, past_key_values=copy.deepcopy(cache))`` for two continuations (transformers'
   documented prefix caching) ≡ no cache;
-- ``own-cache``: the same with the model's own cache argument where its forward has one (``cache_params``).
+- ``own-cache``: the same with the model's own cache argument where its forward has one (``cache_params``);
+- ``beam-loud``: beam search with the cache ≡ without it (both reorder, only one has a cache to reorder).
 
 Each runs on one row and, where the model takes padding, on a left-padded batch of three. The models are the
 sweep's, made *loud* (``loud()``): their matrices scaled to a std of 0.3 (transformers' 0.02 makes a lost SSM state
@@ -211,6 +212,39 @@ def own_cache_scenario(s: Subject) -> dict:
     model = loud(s)
     continuations = s.rows(3, 4, seed=11)
     return _merge([prefix_reuse(model, rows, continuations, own=True) for rows in _batches(s, seed=41)])
+
+
+@scenario("beam-loud", needs=("reorder",))
+def beam_loud(s: Subject) -> dict:
+    """Beam search (3 beams, 6 new tokens) with the cache ≡ without it, on the loud model: a left-padded batch of
+    three (one row where the model takes no padding). Beam search reorders the cache after every step; a state it fails to reorder (a layer kind
+    the cache class keeps beside its keys and values) feeds each beam another beam's past. The sweep's ``beam``
+    runs the tame model, where such a state moves the scores by rounding's order and the beams rarely change."""
+    return beam_equivalence(loud(s), _batches(s, seed=51)[-1:])  # the padded batch where the model takes one
+
+
+def beam_equivalence(model: Any, batches: list[list[list[int]]], beams: int = 3, new: int = 6) -> dict:
+    """Every row of every batch: the same tokens with ``use_cache=True`` as with ``use_cache=False``."""
+    import torch
+
+    from .outcome import DefectObserved
+
+    compared = 0
+    for rows in batches:
+        ids, mask = left_pad(rows)
+        ids, mask = ids.to(model.device), mask.to(model.device)
+        common = dict(num_beams=beams, max_new_tokens=new, do_sample=False, attention_mask=mask, early_stopping=True,
+                      pad_token_id=0, eos_token_id=None)
+        with torch.no_grad():
+            cached = model.generate(ids, use_cache=True, **common)[:, ids.shape[1]:].tolist()
+            plain = model.generate(ids, use_cache=False, **common)[:, ids.shape[1]:].tolist()
+        for b, (a, c) in enumerate(zip(cached, plain)):
+            if a != c:
+                step = next(t for t, (x, y) in enumerate(zip(a, c)) if x != y)
+                raise DefectObserved(f"beam search ({beams} beams), row {b} of {len(rows)}: cached {a} != uncached "
+                                     f"{c}", row=b, step=step)
+            compared += 1
+    return {"rows_compared": compared, "tokens": new}
 
 
 def probe_second_turn(model_type: str, **overrides: Any) -> dict:
