@@ -1,0 +1,14 @@
+"""The plain program that meets ``model-minimax-beam-reorder``: beam search on a tiny MiniMax.
+
+Its top level is what such a program imports: ``hf-genfix doctor`` runs it in a fresh interpreter, where those
+imports decide whether the patch is installed. ``run(repo, applied)`` is what the program does: the patch's test
+runs it in a fresh interpreter after the imports, on the tiny repos written into ``repo``, and requires the patch
+installed (``applied(id)`` says whether a patch is).
+"""
+
+
+
+def run(repo, applied):
+    from hf_genfix.oracles.sweep import SCENARIOS, Subject
+
+    SCENARIOS["beam-loud"](Subject("minimax"))
