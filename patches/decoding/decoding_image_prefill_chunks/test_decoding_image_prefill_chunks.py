@@ -82,14 +82,17 @@ def test_the_patch_says_so_once(wrong_upstream, applied):
 
 
 def test_a_prompt_given_as_embeddings_is_one_pass(applied):
-    """5.0-5.22 embed each chunk from its ids: the given embeddings are lost (a left-padded batch given as ids plus
-    embeddings that are not the ids' own); one pass with the patch, wrong without it. 5.23+ raise (upstream's)."""
+    """Every release embeds each chunk from its ids: the given embeddings are lost (a left-padded batch given as ids
+    plus embeddings that are not the ids' own); one pass with the patch. Without it Llama is wrong on 5.0-5.22 and
+    raises a shape error on 5.23+ (FLINT is silently wrong there)."""
     from hf_genfix.oracles.sweep import Subject
 
-    if applied.endswith("bidirectional"):
-        pytest.skip("5.23+ raise on chunked inputs_embeds: upstream's loud error, untouched")
     subject = Subject("llama")
     assert _chunked_embeds(subject)["max_logit_diff"] <= 1e-4
+    if applied.endswith("bidirectional"):
+        with hf_genfix.disabled(), pytest.raises(RuntimeError, match="size"):
+            _chunked_embeds(subject)
+        return
     # Every patch off: with this one off alone, prepare-inputs' slicing makes the chunks raise a shape error instead
     with hf_genfix.disabled(), pytest.raises(DefectObserved, match="prefill_chunk_size") as caught:
         _chunked_embeds(subject)

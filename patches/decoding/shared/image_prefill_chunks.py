@@ -14,7 +14,9 @@ The defects. 5.x's ``GenerationMixin._prefill`` feeds the prompt in chunks of ``
 - 5.0-5.22, the same loss for a prompt given with ``inputs_embeds`` (a soft prompt, or the embeddings with the
   image merged in that BLIP-2-like models hand their language model): each chunk is embedded from its ids, the
   embeddings being used only when the cache positions cover them all (tiny text models: 0.07 to 3.4 logits; with
-  prepare-inputs on and this patch off, a shape error). 5.23 raises a shape error instead (loud, left as it is).
+  prepare-inputs on and this patch off, a shape error). 5.23+ raise a shape error on most text models and are
+  silently wrong on others (FLINT on 5.24.0: 0.61): decoding-image-prefill-chunks-bidirectional runs those in one
+  pass too.
 - 5.23 on: the images are encoded once and each chunk gets the features of its own placeholders (right for
   causal attention), but Gemma-3, Gemma-4 and PaliGemma attend to an image (PaliGemma: to the whole image + prompt
   prefix) in both directions: a placeholder in one chunk cannot see those of the next, which the one-pass prefill
@@ -24,10 +26,11 @@ Detection. ``probe()`` / ``probe_bidirectional()``: the sweep's image-text scena
 (a left-padded batch of two image prompts, ``prefill_chunk_size=3``, every step against the no-cache forward of
 each row with its image) on tiny LLaVA and Gemma-3 with loud weights.
 
-Correction. Where the defect is (an image input, or on 5.0-5.22 ``inputs_embeds``, given on the first prefill of
-a prompt that spans more than one chunk; on 5.23+ only images, for the bidirectional model types), the prefill
-runs in one pass, as without ``prefill_chunk_size`` -- the path the sweep checks as right -- and one
-``HFGenfixWarning`` says so (the chunking's memory bound is given up for that call). Text-only prompts, prompts that fit in one chunk, later prefills of
+Correction. Where the defect is (``inputs_embeds``, or an image input -- on 5.23+ only for the bidirectional
+model types --, given on the first prefill of a prompt that spans more than one chunk), the prefill runs in one
+pass, as without ``prefill_chunk_size`` -- the path the sweep checks as right -- and one ``HFGenfixWarning`` says
+so (the chunking's memory bound is given up for that call). Text-only prompts, prompts that fit in one chunk,
+later prefills of
 assisted decoding and every model type the release chunks right (mllama on 5.3-5.22; all but the three
 bidirectional ones on 5.23+) keep upstream's chunked prefill, bitwise.
 """
@@ -101,14 +104,15 @@ def _prefill(wrapped: Any, instance: Any, args: tuple, kwargs: dict, patch: str,
     chunk = getattr(config, "prefill_chunk_size", None)
     if chunk is None or ids is None or not first:
         return wrapped(*args, **kwargs)
-    # 5.0-5.22 also chunk the ids of a prompt given with inputs_embeds and embed each chunk from them (the
-    # embeddings are used only when the cache positions cover them all): the same loss, the same one pass.
-    # 5.23+ raise on it (a shape error: loud), which the bidirectional patch leaves to upstream.
-    embeds = None if bidirectional_only else model_kwargs.get("inputs_embeds")
+    # Every release also chunks the ids of a prompt given with inputs_embeds and embeds each chunk from them (the
+    # embeddings are used only when the cache positions cover them all): the same loss, the same one pass, for
+    # every model type. 5.23+ raise a shape error on most models (loud) and are silently wrong on others (FLINT).
+    embeds = model_kwargs.get("inputs_embeds")
     if embeds is None and not has_image_inputs(model_kwargs):
         return wrapped(*args, **kwargs)
     model_type = getattr(getattr(instance, "config", None), "model_type", "")
-    if (model_type not in BIDIRECTIONAL) if bidirectional_only else (model_type in CHUNKS_RIGHT):
+    images_right = (model_type not in BIDIRECTIONAL) if bidirectional_only else (model_type in CHUNKS_RIGHT)
+    if embeds is None and images_right:
         return wrapped(*args, **kwargs)
     length = ids.shape[-1] if embeds is None or ids.shape[-1] else embeds.shape[1]
     if length - _cached(model_kwargs) <= chunk:
