@@ -6,6 +6,7 @@ runs it in a fresh interpreter after the imports, on the tiny repos written into
 installed (``applied(id)`` says whether a patch is).
 """
 
+from transformers import MiniMaxForCausalLM
 
 
 def run(repo, applied):
