@@ -112,8 +112,8 @@ def scenario(name: str, needs: Sequence[str] = (), record_forward: bool = False,
              kind: str = "decoder-only") -> Callable[[Scenario], Scenario]:
     """Register a scenario. ``needs``: "kv" (it rewinds, chunks or pre-allocates an attention KV cache: not run on
     a model without one), "padding" (its batch is padded: a failure of a model that cannot take padding is
-    ``unsupported``), "reorder" (beam search reorders the cache: a failure of a model whose cache is a recurrent
-    state is ``unsupported``), "cache_position" (a caller states new tokens by it: a model whose own
+    ``unsupported``), "reorder" (beam search reorders the cache; no excuse: a recurrent state must be reordered
+    too, and a release that cannot says so in words), "cache_position" (a caller states new tokens by it: a model whose own
     prepare_inputs_for_generation takes none is ``unsupported``), "continue" (it continues by hand a cache that a
     forward returned: a model whose forward returns a fixed-size cache with no room is ``unsupported``). ``record_forward``: the scenario calls the model
     by hand, so the differential compares every forward's logits (generate() outputs are always compared).
@@ -304,9 +304,9 @@ class Subject:
         if "cache_position" in needs and not self._takes_cache_position():
             return ("its own prepare_inputs_for_generation takes no cache_position (it slices the ids by the cache "
                     "length: the full-ids contract of generate()), so a caller cannot say that a chunk is new")
-        if "reorder" in needs and not self.kv_cache:
-            # 5.24 refuses it for RWKV in words ("the cache cannot be reordered"); older releases go on silently.
-            return "a recurrent state, no attention KV cache: beam search would have to reorder it"
+        # "reorder" excuses nothing: a recurrent state is the model's, and beam search must reorder it as it does
+        # keys and values. Where a release cannot, it says so (5.24: "RwkvForCausalLM cannot use beam search with
+        # a cache currently"), which is judged as a refusal in words; older releases go on silently, a finding.
         return ""
 
     @property

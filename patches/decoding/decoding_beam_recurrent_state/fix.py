@@ -1,0 +1,123 @@
+"""decoding-beam-recurrent-state: before 5.13, beam search with a cache on Mamba, Mamba-2, Falcon-Mamba or RWKV
+continues each beam from another beam's recurrent state (silently wrong tokens): it runs without the cache.
+
+The defect. After every step beam search reorders the cache so that each beam keeps its own past. Up to 5.12,
+``GenerationMixin._beam_search`` reorders ``model_kwargs["past_key_values"]`` only. The state-space models
+keep their state elsewhere: Mamba, Mamba-2 and Falcon-Mamba under ``cache_params``, RWKV under ``state``. That
+state is never reordered, and from the first reordering on the beams read each other's pasts. The tokens then
+differ from ``use_cache=False``, which recomputes every state from the tokens. 5.13.0 reorders the cache under
+any of its cache names, and refuses in words a cache it cannot reorder: RWKV's "cannot use beam search with a
+cache currently".
+
+Detection. The sweep's ``beam-loud`` scenario: loud tiny models (std 0.3), 3 beams, 6 new tokens, with the
+cache and without it. The sweep called this "unsupported" until session 15, without upstream refusing anything.
+
+Correction. No hook lets a wrapper reorder the state together with the beams. So when beam search runs with a
+cache on a model whose forward takes its cache as ``cache_params`` or ``state`` (and no ``past_key_values``), the
+beam search runs without the cache, as with ``use_cache=False``: every step recomputes the states from the tokens,
+which is right but slower. One ``HFGenfixWarning`` per model class says so. A cache that already holds a state
+(the caller's own, from an earlier turn) cannot be recomputed from the tokens of this call: that call is refused
+with a ``ValueError`` naming the model, the release and the ways out (``use_cache=False`` on the whole
+conversation, transformers 5.13 or later, or the patch's switch for upstream's output). Models that keep their
+cache in ``past_key_values`` (attention and the hybrid models) are passed through untouched, and so is beam
+search without a cache. Group and constrained beam search (4.x) have the same flaw and are not covered.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from typing import Any
+
+from hf_genfix.toolkit import env_name, recorder
+
+BEAM = "transformers.generation.utils:GenerationMixin._beam_search"
+STATE_KEYWORDS = ("cache_params", "state")  # where Mamba-likes and RWKV take their cache up to 5.12
+record = recorder(__name__)
+_warned: set[str] = set()
+
+
+class BeamSearchStateNotReordered(ValueError):
+    """Beam search with a cache on a model whose recurrent state this release's beam search does not reorder."""
+
+
+def install(patcher: Any) -> None:
+    patcher.require(BEAM, "input_ids", "**model_kwargs")
+    patcher.wrap(BEAM, _beam_search)
+
+
+def _beam_search(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+    if record.on:
+        record.seen()
+    keyword = _state_keyword(instance)
+    if keyword is None:
+        return wrapped(*args, **kwargs)
+    try:
+        bound = inspect.signature(wrapped).bind(*args, **kwargs)
+    except TypeError:
+        return wrapped(*args, **kwargs)
+    model_kwargs = dict(bound.arguments.get("model_kwargs") or {})
+    config = bound.arguments.get("generation_config", getattr(instance, "generation_config", None))
+    # generate() puts use_cache into the model kwargs on every release; the generation config is a fallback.
+    if not model_kwargs.get("use_cache", getattr(config, "use_cache", True)):
+        return wrapped(*args, **kwargs)
+    import transformers
+
+    if _holds_state(model_kwargs.get(keyword)):
+        raise BeamSearchStateNotReordered(
+            f"hf_genfix: transformers {transformers.__version__}'s beam search does not reorder the recurrent state "
+            f"of {type(instance).__name__} (its `{keyword}`) with the beams, and this call continues a state given "
+            f"in `{keyword}`, which beam search without a cache cannot recompute. Run the whole conversation with "
+            f"use_cache=False, upgrade to transformers 5.13 or later, or set {env_name(record.patch_id)}=off for "
+            f"upstream's (wrong) output.")
+    model_kwargs.pop(keyword, None)  # an empty cache generate() made for the call (5.x)
+    model_kwargs["use_cache"] = False
+    bound.arguments["model_kwargs"] = model_kwargs
+    if "generation_config" in bound.arguments and config is not None:
+        config = copy.copy(config)
+        config.use_cache = False
+        bound.arguments["generation_config"] = config
+    _warn(type(instance).__name__, keyword)
+    if record.on:
+        record.changed("beam search of %s without the cache (its %s is not reordered)", type(instance).__name__,
+                       keyword)
+    return wrapped(*bound.args, **bound.kwargs)
+
+
+def _holds_state(cache: Any) -> bool:
+    """Whether ``cache`` holds a state from earlier tokens (an empty cache generate() made does not)."""
+    if cache is None:
+        return False
+    layers = getattr(cache, "layers", None)
+    if layers is None:
+        return True  # a cache object of another kind, given by the caller: it cannot be told empty
+    flags = ("is_initialized", "is_conv_states_initialized", "is_recurrent_states_initialized")
+    return any(getattr(layer, flag, False) for layer in layers for flag in flags)
+
+
+def _warn(model: str, keyword: str) -> None:
+    import warnings
+
+    import transformers
+
+    from hf_genfix import HFGenfixWarning
+
+    if model in _warned:
+        return
+    _warned.add(model)
+    warnings.warn(f"hf_genfix: transformers {transformers.__version__}'s beam search does not reorder the recurrent "
+                  f"state of {model} (its `{keyword}`): this beam search runs without the cache (right, slower; "
+                  f"{env_name(record.patch_id)}=off for upstream's output)", HFGenfixWarning, stacklevel=4)
+
+
+def _state_keyword(model: Any) -> str | None:
+    """The keyword a stateful model takes its cache under, when it is not ``past_key_values`` (None otherwise)."""
+    if not getattr(type(model), "_is_stateful", False):
+        return None
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return None
+    if "past_key_values" in params:
+        return None
+    return next((k for k in STATE_KEYWORDS if k in params), None)
