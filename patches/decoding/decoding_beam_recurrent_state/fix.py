@@ -29,6 +29,7 @@ import copy
 import inspect
 from typing import Any
 
+from hf_genfix import Drift
 from hf_genfix.toolkit import env_name, recorder
 
 BEAM = "transformers.generation.utils:GenerationMixin._beam_search"
@@ -42,8 +43,19 @@ class BeamSearchStateNotReordered(ValueError):
 
 
 def install(patcher: Any) -> None:
-    patcher.require(BEAM, "input_ids", "**model_kwargs")
+    beam = patcher.require(BEAM, "input_ids", "**model_kwargs")
+    if _reorders_every_cache(beam):
+        # Forced onto 5.13+ (doctor --sweep tries every patch on a failure): there beam search reorders the cache
+        # under any cache name and refuses in words one it cannot reorder (RWKV); that refusal is upstream's answer.
+        raise Drift("this _beam_search reorders every cache name and refuses what it cannot reorder (5.13+)")
     patcher.wrap(BEAM, _beam_search)
+
+
+def _reorders_every_cache(beam: Any) -> bool:
+    """Whether the release's ``_beam_search`` is 5.13's: it carries the refusal for a cache it cannot reorder."""
+    code = getattr(getattr(beam, "__func__", beam), "__code__", None)
+    consts = code.co_consts if code is not None else ()
+    return any(isinstance(c, str) and "cannot use beam search with a cache" in c for c in consts)
 
 
 def _beam_search(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
