@@ -64,6 +64,9 @@ def _forward(wrapped: Any, args: tuple, kwargs: dict, record: Any) -> Any:
 
     from hf_genfix.helpers.decode import cache_length
 
+    # The hot path first: generate() names its positions by keyword at every step; no binding needed for it.
+    if kwargs.get("cache_position") is not None or kwargs.get("position_ids") is not None:
+        return wrapped(*args, **kwargs)
     try:
         bound = inspect.signature(wrapped).bind(*args, **kwargs)
     except TypeError:
