@@ -135,6 +135,44 @@ def test_a_fix_that_warns_itself_points_at_its_caller(upstream):
     assert ("from the fix", __file__, line) in caught
 
 
+def _fix_that_warns_once(wrapped, instance, args, kwargs):
+    from hf_genfix.toolkit import warn_once
+
+    warn_once("t", "key", "took the slow path")
+    return wrapped(*args, **kwargs)
+
+
+def test_warn_once_points_at_the_users_line_once_per_key(upstream):
+    from hf_genfix import HFGenfixWarning
+    from hf_genfix.toolkit import forget_warnings
+
+    upstream.warnings = warnings
+    patcher = Patcher("t", (f"{MODULE}:warn1",))
+    patcher.wrap(f"{MODULE}:warn1", _fix_that_warns_once)
+    forget_warnings("t")
+    try:
+        first, line = _where_called(upstream, "warn1")
+        again, _ = _where_called(upstream, "warn1")
+        forget_warnings("t")
+        after_forget, _ = _where_called(upstream, "warn1")
+    finally:
+        patcher.undo()
+        forget_warnings("t")
+    ours = [c for c in first if "slow path" in c[0]]
+    assert len(ours) == 1
+    message, file, lineno = ours[0]
+    assert (file, lineno) == (__file__, line)
+    assert message.startswith("hf_genfix: transformers ") and "HF_GENFIX_" in message and "=off" in message
+    assert not [c for c in again if "slow path" in c[0]]
+    assert [c for c in after_forget if "slow path" in c[0]]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        from hf_genfix.toolkit import warn_once
+        assert warn_once("t", "other", "x") and not warn_once("t", "other", "x")
+    forget_warnings("t")
+    assert [w.category for w in caught] == [HFGenfixWarning]
+
+
 def test_the_copy_behaves_like_the_fix_and_keeps_its_source():
     def wrapper(wrapped, instance, args, kwargs, *, extra=1):
         """doc"""

@@ -30,12 +30,11 @@ import inspect
 from typing import Any
 
 from hf_genfix import Drift
-from hf_genfix.toolkit import env_name, recorder
+from hf_genfix.toolkit import env_name, recorder, warn_once
 
 BEAM = "transformers.generation.utils:GenerationMixin._beam_search"
 STATE_KEYWORDS = ("cache_params", "state")  # where Mamba-likes and RWKV take their cache up to 5.12
 record = recorder(__name__)
-_warned: set[str] = set()
 
 
 class BeamSearchStateNotReordered(ValueError):
@@ -89,7 +88,9 @@ def _beam_search(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
         config = copy.copy(config)
         config.use_cache = False
         bound.arguments["generation_config"] = config
-    _warn(type(instance).__name__, keyword)
+    warn_once(record.patch_id, type(instance).__name__,
+              f"beam search does not reorder the recurrent state of {type(instance).__name__} (its `{keyword}`): "
+              f"this beam search runs without the cache (right, slower)", off="for upstream's output")
     if record.on:
         record.changed("beam search of %s without the cache (its %s is not reordered)", type(instance).__name__,
                        keyword)
@@ -105,21 +106,6 @@ def _holds_state(cache: Any) -> bool:
         return True  # a cache object of another kind, given by the caller: it cannot be told empty
     flags = ("is_initialized", "is_conv_states_initialized", "is_recurrent_states_initialized")
     return any(getattr(layer, flag, False) for layer in layers for flag in flags)
-
-
-def _warn(model: str, keyword: str) -> None:
-    import warnings
-
-    import transformers
-
-    from hf_genfix import HFGenfixWarning
-
-    if model in _warned:
-        return
-    _warned.add(model)
-    warnings.warn(f"hf_genfix: transformers {transformers.__version__}'s beam search does not reorder the recurrent "
-                  f"state of {model} (its `{keyword}`): this beam search runs without the cache (right, slower; "
-                  f"{env_name(record.patch_id)}=off for upstream's output)", HFGenfixWarning, stacklevel=4)
 
 
 def _state_keyword(model: Any) -> str | None:

@@ -27,18 +27,20 @@ def test_beam_search_with_a_cache_is_the_beam_search_without(require_applied, mo
     import torch
 
     from hf_genfix import HFGenfixWarning
-    from hf_genfix._patches.decoding.decoding_beam_recurrent_state import fix
+    from hf_genfix.toolkit import forget_warnings
 
     require_applied(PID)
     model = _subject(model_type).model
     ids = torch.tensor([[5, 6, 7, 8, 9, 10]])
     options = dict(num_beams=3, max_new_tokens=4, do_sample=False, pad_token_id=0, eos_token_id=None)
-    fix._warned.discard(type(model).__name__)
+    forget_warnings(PID)
     with torch.no_grad():
-        with pytest.warns(HFGenfixWarning, match="without the cache"):
+        with pytest.warns(HFGenfixWarning, match="without the cache") as said:
             cached = model.generate(ids, **options)
         uncached = model.generate(ids, use_cache=False, **options)
     assert torch.equal(cached, uncached)
+    # the warning names the user's line (the generate call), not a frame of hf_genfix, transformers or torch
+    assert [w.filename for w in said if issubclass(w.category, HFGenfixWarning)] == [__file__]
 
 
 def test_a_state_given_by_the_caller_is_refused_in_words(require_applied):

@@ -21,7 +21,7 @@ from hf_genfix.oracles import DefectObserved, ProbeSkipped  # noqa: E402
 from hf_genfix.oracles import sweep_imagetext as imagetext  # noqa: E402
 from hf_genfix.oracles.sweep import SCENARIOS  # noqa: E402
 from hf_genfix.oracles.sweep_families import ImageTextSubject  # noqa: E402
-from hf_genfix.testing.patches import PatchTests  # noqa: E402
+from hf_genfix.testing.patches import PatchTests, assert_image_upstream_bitwise  # noqa: E402
 
 PIDS = ("decoding-image-prefill-chunks", "decoding-image-prefill-chunks-bidirectional")
 
@@ -74,9 +74,9 @@ def test_without_the_patch_the_chunks_lose_the_image(wrong_upstream, applied):
 
 def test_the_patch_says_so_once(wrong_upstream, applied):
     from hf_genfix import HFGenfixWarning
-    from hf_genfix._patches.decoding.shared import image_prefill_chunks as fix
+    from hf_genfix.toolkit import forget_warnings
 
-    fix._warned.discard(wrong_upstream.model_type)
+    forget_warnings(applied)
     with pytest.warns(HFGenfixWarning, match="one pass"):
         SCENARIOS["image-prefill-chunks-padded"](wrong_upstream)
 
@@ -105,22 +105,6 @@ def _chunked_embeds(subject):
         return SCENARIOS["inputs-embeds-prefill-chunks"](subject)
 
 
-def _assert_bitwise_upstream(subject, applied, prompts, images, **options):
-    import torch
-
-    runs = []
-    for off in (False, True):
-        with imagetext.loud(subject.model), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            context = hf_genfix.disabled(applied) if off else warnings.catch_warnings()
-            with context:
-                runs.append(imagetext._generate(subject, imagetext._inputs(subject, prompts, images),
-                                                max_new_tokens=3, **options))
-    ours, upstream = runs
-    assert torch.equal(ours.sequences, upstream.sequences)
-    assert all(torch.equal(a, b) for a, b in zip(ours.logits, upstream.logits))
-
-
 @pytest.mark.parametrize("model_type", ["llava", "mllama"])
 def test_where_upstream_chunks_right_it_is_bitwise_upstream(model_type, applied):
     """LLaVA on 5.23+ (its images are pre-encoded per chunk), mllama on 5.3-5.22 (cross-attention): untouched."""
@@ -133,13 +117,13 @@ def test_where_upstream_chunks_right_it_is_bitwise_upstream(model_type, applied)
                     "upstream's error, untouched)")
     subject = _subject(model_type)
     prompts, images = imagetext._rows(subject, (6, 3), seed=30)
-    _assert_bitwise_upstream(subject, applied, prompts, images, prefill_chunk_size=3)
+    assert_image_upstream_bitwise(subject, applied, prompts, images, prefill_chunk_size=3)
 
 
 def test_a_prompt_within_one_chunk_is_bitwise_upstream(applied):
     subject = _subject("gemma3")
     prompts, images = imagetext._rows(subject, (6, 3), seed=30)
-    _assert_bitwise_upstream(subject, applied, prompts, images, prefill_chunk_size=64)
+    assert_image_upstream_bitwise(subject, applied, prompts, images, prefill_chunk_size=64)
 
 
 def _version() -> tuple[int, int]:

@@ -36,18 +36,16 @@ chunking's memory bound is given up for that call. These calls keep upstream's c
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 from hf_genfix.helpers.decode import has_image_inputs
-from hf_genfix.toolkit import bound_arguments, env_name, recorder
+from hf_genfix.toolkit import bound_arguments, recorder, warn_once
 
 CHUNKING = "transformers.generation.utils:GenerationMixin._prefill_chunking"
 # Model types that 4.51 - 4.57 chunk right with an image: mllama's image reaches every chunk through the
 # cross-attention states. They keep upstream's chunks (and padding-prefill-chunks' positions) bitwise.
 CHUNKS_RIGHT = ("mllama",)
 record = recorder(__name__)
-_warned: set[str] = set()
 
 
 def install(patcher: Any) -> None:
@@ -75,22 +73,11 @@ def _prefill_chunking(wrapped: Any, instance: Any, args: tuple, kwargs: dict) ->
     length = ids.shape[-1] if embeds is None or ids.shape[-1] else embeds.shape[1]
     if length == 0 or length - 1 <= chunk:
         return wrapped(*args, **kwargs)  # one chunk (or nothing) to prefill: no split to lose anything in
-    _warn(model_type, chunk, "inputs_embeds" if embeds is not None else "an image")
+    warn_once(record.patch_id, model_type,
+              f"prefills a prompt with {'inputs_embeds' if embeds is not None else 'an image'} wrongly in chunks "
+              f"(prefill_chunk_size={chunk}, {model_type}): this prefill runs in one pass instead",
+              off="to keep upstream's chunks")
     if record.on:
         record.changed("one-pass prefill of a %d-token prompt with %s (prefill_chunk_size=%d)", length,
                        "inputs_embeds" if embeds is not None else "an image", chunk)
     return call
-
-
-def _warn(model_type: str, chunk: int, what: str) -> None:
-    import transformers
-
-    from hf_genfix import HFGenfixWarning
-
-    if model_type in _warned:
-        return
-    _warned.add(model_type)
-    warnings.warn(f"hf_genfix: transformers {transformers.__version__} prefills a prompt with {what} wrongly in "
-                  f"chunks (prefill_chunk_size={chunk}, {model_type}): this prefill runs in one pass instead "
-                  f"({env_name(record.patch_id)}=off to keep upstream's chunks)",
-                  HFGenfixWarning, stacklevel=4)

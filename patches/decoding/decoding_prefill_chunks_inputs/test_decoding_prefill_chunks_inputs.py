@@ -20,7 +20,7 @@ import hf_genfix  # noqa: E402
 from hf_genfix.oracles import DefectObserved, ProbeSkipped  # noqa: E402
 from hf_genfix.oracles.sweep import SCENARIOS, Subject  # noqa: E402
 from hf_genfix.oracles.sweep_families import ImageTextSubject  # noqa: E402
-from hf_genfix.testing.patches import PatchTests  # noqa: E402
+from hf_genfix.testing.patches import PatchTests, assert_image_upstream_bitwise  # noqa: E402
 
 PID = "decoding-prefill-chunks-inputs"
 
@@ -73,12 +73,11 @@ def test_without_the_patch_the_chunks_lose_them(case, applied):
 
 
 def test_the_patch_says_so_once(applied):
-    from hf_genfix._patches.decoding.decoding_prefill_chunks_inputs import fix
-
     from hf_genfix import HFGenfixWarning
+    from hf_genfix.toolkit import forget_warnings
 
     subject = _subject(Subject, "llama")
-    fix._warned.discard("llama")
+    forget_warnings(PID)
     with pytest.warns(HFGenfixWarning, match="one pass"):
         SCENARIOS["inputs-embeds-prefill-chunks"](subject)
 
@@ -131,23 +130,11 @@ def test_a_text_prompt_or_one_chunk_is_bitwise_upstream(applied, chunk):
 
 
 def test_mllama_keeps_upstreams_chunks(applied):
-    import torch
-
     from hf_genfix.oracles import sweep_imagetext as imagetext
 
     subject = _subject(ImageTextSubject, "mllama")
     prompts, images = imagetext._rows(subject, (6, 3), seed=30)
-    runs = []
-    for off in (False, True):
-        with imagetext.loud(subject.model), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            context = hf_genfix.disabled(PID) if off else warnings.catch_warnings()
-            with context:
-                runs.append(imagetext._generate(subject, imagetext._inputs(subject, prompts, images),
-                                                max_new_tokens=3, prefill_chunk_size=3))
-    ours, upstream = runs
-    assert torch.equal(ours.sequences, upstream.sequences)
-    assert all(torch.equal(a, b) for a, b in zip(ours.logits, upstream.logits))
+    assert_image_upstream_bitwise(subject, PID, prompts, images, prefill_chunk_size=3)
 
 
 class TestPatch(PatchTests):

@@ -38,10 +38,10 @@ bidirectional ones on 5.23+) keep upstream's chunked prefill, bitwise.
 from __future__ import annotations
 
 import copy
-import warnings
 from typing import Any
 
 from hf_genfix.helpers.decode import has_image_inputs
+from hf_genfix.toolkit import warn_once
 
 PREFILL = "transformers.generation.utils:GenerationMixin._prefill"
 # Model types whose image (PaliGemma: image + prompt prefix) attention is bidirectional: on 5.23+ a chunk
@@ -50,7 +50,6 @@ BIDIRECTIONAL = ("gemma3", "gemma4", "paligemma")
 # Model types 5.3-5.22 chunk right with an image (measured on 5.12.1): mllama reads its image through
 # cross-attention states that every chunk gets. They keep upstream's chunks, bitwise.
 CHUNKS_RIGHT = ("mllama",)
-_warned: set[str] = set()
 
 
 def install(patcher: Any) -> None:
@@ -119,7 +118,9 @@ def _prefill(wrapped: Any, instance: Any, args: tuple, kwargs: dict, patch: str,
         return wrapped(*args, **kwargs)  # one chunk: the same as one pass
     one_pass = copy.copy(config)
     one_pass.prefill_chunk_size = None
-    _warn(model_type, chunk, patch, "an image" if embeds is None else "inputs_embeds")
+    warn_once(patch, model_type, f"prefills a prompt with {'an image' if embeds is None else 'inputs_embeds'} of "
+              f"{model_type} wrongly in chunks (prefill_chunk_size={chunk}): this prefill runs in one pass instead",
+              off="to keep upstream's chunks")
     if len(args) > 1:
         args = (args[0], one_pass, *args[2:])
     else:
@@ -135,18 +136,3 @@ def _cached(model_kwargs: dict) -> int:
         return cache_length(cache)
     except TypeError:
         return 0
-
-
-def _warn(model_type: str, chunk: int, patch: str, what: str) -> None:
-    import transformers
-
-    from hf_genfix import HFGenfixWarning
-    from hf_genfix.toolkit import env_name
-
-    if model_type in _warned:
-        return
-    _warned.add(model_type)
-    warnings.warn(f"hf_genfix: transformers {transformers.__version__} prefills a prompt with {what} of "
-                  f"{model_type} wrongly in chunks (prefill_chunk_size={chunk}): this prefill runs in one pass instead "
-                  f"({env_name(patch)}=off to keep upstream's chunks)", HFGenfixWarning,
-                  stacklevel=4)

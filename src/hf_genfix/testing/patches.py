@@ -126,6 +126,29 @@ def assert_upstream_bitwise(model: Any, patch: str, ids: Any, **generate: Any) -
     assert all(torch.equal(a, b) for a, b in zip(patched.logits, upstream.logits))
 
 
+def assert_image_upstream_bitwise(subject: Any, patch: str, prompts: Any, images: Any, **generate: Any) -> None:
+    """``assert_upstream_bitwise`` for an image-text model of the sweep (``ImageTextSubject``): its loud weights, a
+    batch of ``prompts`` with ``images``, 3 greedy tokens with ``patch`` and inside ``hf_genfix.disabled(patch)``;
+    the same sequences and per-step logits, bit for bit."""
+    import warnings
+
+    import torch
+
+    import hf_genfix
+    from hf_genfix.oracles import sweep_imagetext as imagetext
+
+    runs = []
+    for off in (False, True):
+        with imagetext.loud(subject.model), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with hf_genfix.disabled(patch) if off else warnings.catch_warnings():
+                runs.append(imagetext._generate(subject, imagetext._inputs(subject, prompts, images),
+                                                max_new_tokens=3, **generate))
+    ours, upstream = runs
+    assert torch.equal(ours.sequences, upstream.sequences)
+    assert all(torch.equal(a, b) for a, b in zip(ours.logits, upstream.logits))
+
+
 # -- the checks every patch owes ----------------------------------------------------------------------------------
 def patch_of_file(path: str | os.PathLike) -> str:
     """The id of the patch whose folder holds ``path`` (``patches/<family>/<id>/...``)."""

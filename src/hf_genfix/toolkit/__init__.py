@@ -15,6 +15,8 @@ is used), not another family's code, not another patch's folder. Code that two f
 - ``hidden_from_warnings``, ``resolve``, ``reset_in_child``, ``hold_across_fork``, ``env_name``: the core's
   mechanisms a fix needs (warnings that point at the user's line, a target's owner, locks safe across fork, the
   name of a patch's switch).
+- ``warn_once``: the one ``HFGenfixWarning`` a fix gives when it changes what a call does (a slower path, a
+  refused shortcut), once per patch and key in a process, naming the release and the patch's switch.
 - Submodules, shared across families: ``positions`` (a ``cache_position`` relayed to an inner call),
   ``prepare_inputs`` (wrapping every model class's ``prepare_inputs_for_generation``), ``remote_code`` (what a
   trust_remote_code class is, and what it uses), ``tuple_caches`` (tuple-style caches for code written for 4.3x).
@@ -25,16 +27,18 @@ Importing this package imports neither torch nor transformers.
 from __future__ import annotations
 
 import inspect
+import sys
+import warnings
 from typing import Any, Callable, Protocol
 
 from .. import _record
 from .._config import env_name
-from .._errors import Drift
+from .._errors import Drift, HFGenfixWarning
 from .._fork import hold_across_fork, reset_in_child
 from .._patcher import hidden_from_warnings, resolve
 
 __all__ = ["Drift", "Patcher", "Recorder", "bound_arguments", "env_name", "hidden_from_warnings",
-           "hold_across_fork", "patch_of_module", "recorder", "reset_in_child", "resolve"]
+           "forget_warnings", "hold_across_fork", "patch_of_module", "recorder", "reset_in_child", "resolve", "warn_once"]
 
 
 class Patcher(Protocol):
@@ -105,3 +109,55 @@ def recorder(where: str) -> Recorder:
     """The ``Recorder`` of a patch: ``recorder(__name__)`` in a module of its folder; a family's shared module,
     which serves several patches, passes the id its caller's patcher has (``recorder(patcher.patch_id)``)."""
     return Recorder(patch_of_module(where) if where.startswith("hf_genfix.") else where)
+
+
+# Keys already warned about, as (patch id, key). Only ever added to (a set's add is atomic), so a race costs at most
+# one repeated warning; a forked child inherits what its parent has said.
+_warned: set[tuple[str, str]] = set()
+
+
+def warn_once(patch_id: str, key: str, message: str, off: str = "for upstream's behaviour") -> bool:
+    """Give one ``HFGenfixWarning`` per patch and ``key`` in this process, pointing at the user's line:
+    ``hf_genfix: transformers <version> <message> (<switch>=off <off>)``. Returns whether it warned.
+
+    A fix that changes what a call does in a way the user can notice (a slower path, a refused shortcut) says so
+    once: the key says what "once" means (a model type, a model class). ``forget_warnings`` is for tests."""
+    if (patch_id, key) in _warned:
+        return False
+    _warned.add((patch_id, key))
+    version = getattr(sys.modules.get("transformers"), "__version__", "?")
+    warnings.warn(f"hf_genfix: transformers {version} {message} ({env_name(patch_id)}=off {off})", HFGenfixWarning,
+                  stacklevel=_user_stacklevel())
+    return True
+
+
+def forget_warnings(patch_id: str) -> None:
+    """Let ``warn_once`` warn again for ``patch_id`` (for tests that check the warning)."""
+    for item in [w for w in _warned if w[0] == patch_id]:
+        _warned.discard(item)
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that makes ``warn_once``'s warning name the first frame outside hf_genfix (core and
+    patches), transformers, torch (its ``no_grad`` wraps ``generate``) and wrapt: the user's line.
+
+    Frames are told by their module's name (a patch's test file, beside its fix, is not the package). Counted as
+    ``warnings`` counts: from ``warn_once``'s frame, one level per frame, stepping over the frames ``warnings``
+    itself skips (the hidden wrappers, importlib's bootstrap)."""
+    def skipped(frame: Any) -> bool:
+        filename = frame.f_code.co_filename
+        return "importlib" in filename and "_bootstrap" in filename
+
+    def library(frame: Any) -> bool:
+        return str(frame.f_globals.get("__name__", "")).partition(".")[0] in _LIBRARIES
+
+    frame, level = sys._getframe(1), 1  # warn_once
+    while frame is not None and (skipped(frame) or library(frame)):
+        frame = frame.f_back
+        while frame is not None and skipped(frame):
+            frame = frame.f_back
+        level += 1
+    return level if frame is not None else 2
+
+
+_LIBRARIES = frozenset({"hf_genfix", "transformers", "torch", "wrapt"})
