@@ -172,6 +172,44 @@ def test_rounding_needs_a_documented_patch_and_a_float_rounding_difference(make_
         assert "fixed-here off" in got[1] and "fixture reason" in got[1]
 
 
+def later_stage_crashes(subject):
+    from hf_genfix.oracles.outcome import earlier_stage
+
+    with earlier_stage():
+        if _thing().answer() != 42:  # upstream's first stage is wrong (41); the fixture patch makes it right
+            raise DefectObserved("first stage wrong", step=1, max_logit_diff=0.3)
+    return {}["second stage"]  # and the second stage raises, with or without the patch
+
+
+def later_stage_crashes_when_patched(subject):
+    from hf_genfix.oracles.outcome import earlier_stage
+
+    with earlier_stage():
+        if _thing().answer() != 42:
+            raise DefectObserved("first stage wrong", step=1, max_logit_diff=0.3)
+    if _thing().answer() == 42:
+        return {}["second stage"]  # only with the patch: not upstream's exception
+    return {}
+
+
+def test_a_crash_past_upstreams_wrong_earlier_stage_is_loud_only_if_upstream_raises_it_there(make_registry,
+                                                                                              monkeypatch):
+    """Upstream is wrong at a first stage and stops there; hf_genfix gets that stage right and crashes in the next
+    one. The crash is upstream's own (a loud upstream error) only where upstream, run on past its wrong stage,
+    raises the same; otherwise it stays unknown (5.3-5.12 Gemma-3 and Gemma-4's second image turn)."""
+    for func in (later_stage_crashes, later_stage_crashes_when_patched):
+        monkeypatch.setitem(sweep.SCENARIOS, func.__name__, func)
+    registry = make_registry("fixed-here")
+    out = sweep.run_sweep(registry, archs=["llama"], scenarios=["later_stage_crashes",
+                                                                "later_stage_crashes_when_patched"],
+                          differential_all=True)
+    per = out["architectures"]["llama"]["scenarios"]
+    assert per["later_stage_crashes"]["verdict"] == "upstream-error"
+    assert "once past its own wrong earlier stage (first stage wrong)" in per["later_stage_crashes"]["cause"]
+    assert per["later_stage_crashes_when_patched"]["verdict"] == "unknown"
+    assert out["differential"]["counts"]["refused"] == 2 and out["differential"]["counts"]["worse"] == 0
+
+
 def test_budget_stops_starting_architectures(make_registry):
     out = sweep.run_sweep(make_registry("fixed-here"), archs=["llama", "gpt2"], scenarios=["cached"], budget_s=0)
     assert out["not_reached"] == ["llama", "gpt2"] and out["architectures"] == {}

@@ -47,7 +47,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from . import decode, differential, sliding
 from .generation import check_rows_against_reference, generate_steps, left_pad, right_pad
-from .outcome import DefectObserved, ProbeSkipped
+from .outcome import DefectObserved, ProbeSkipped, earlier_stage, past_earlier_stages
 from .precision import cast, tolerance
 from .reference import reference_logits
 from .tiny import ROUNDING, calibrate, tiny_config
@@ -495,8 +495,9 @@ def multi_turn(s: Subject) -> dict:
     ids, mask = right_pad(rows)
     stop = dict(pad_token_id=0, eos_token_id=None)
     first = generate_steps(s.model, ids, mask, max_new_tokens=3, **stop)
-    check_rows_against_reference(s.model, rows, first, "multi-turn: first turn on right-padded prompts",
-                                 eos_token_id=[])
+    with earlier_stage():
+        check_rows_against_reference(s.model, rows, first, "multi-turn: first turn on right-padded prompts",
+                                     eos_token_id=[])
     grown = torch.cat([mask, mask.new_ones((mask.shape[0], first.sequences.shape[1] - mask.shape[1]))], dim=1)
     second = generate_steps(s.model, first.sequences, grown, max_new_tokens=4, **stop)
     so_far = [list(row) + first.new_tokens(b) for b, row in enumerate(rows)]
@@ -740,6 +741,17 @@ def explain(registry: Any, func: Scenario, subject: Subject, out: dict[str, Any]
         # transformers refuses the call in words, and no patch of the catalog removes the refusal (5.0.0's "Cannot
         # use prefill chunking without a cache" is a defect that sliding-window-prefill-chunks claims).
         return {"verdict": UNSUPPORTED, "explained_by": None, "cause": out.get("message", "")}
+    if out["outcome"] == "crash" and pair is not None and pair["verdict"] == differential.REFUSED:
+        # Upstream is wrong at an earlier stage (a first turn) and stops there; hf_genfix gets that stage right and
+        # crashes in a later one. Run upstream on past its wrong stage: where it raises the same there, the crash is
+        # upstream's own (5.3-5.12 Gemma-3: the second image turn's ValueError, masked by a wrong first turn).
+        with registry.disabled(), past_earlier_stages():
+            again = differential.observe(func, subject)
+        ours = pair["ours"]
+        if again.outcome == differential.RAISED and (again.error, again.message) == (ours.error, ours.message):
+            return {"verdict": LOUD, "explained_by": None,
+                    "cause": f"upstream raises it too, once past its own wrong earlier stage "
+                             f"({pair['upstream'].message}): {again.message}"}
     if out["outcome"] == "crash" and (pair is None or pair["verdict"] == differential.SAME_EXCEPTION):
         # Loud: the user gets upstream's exception, with or without hf_genfix (4.57.6: CTRL, XGLM, TrOCR and OLMoE
         # with a static cache, shape errors). Listed with the exception; a patch may take it up later.

@@ -28,7 +28,7 @@ from typing import Any, Iterator
 
 from . import sweep
 from .generation import check_rows_against_reference, generate_cache_keyword, left_pad
-from .outcome import ProbeSkipped
+from .outcome import ProbeSkipped, earlier_stage
 from .sweep_families import IMAGE, IMAGE_TEXT, IMAGE_TEXT_KIND, _CLIP, _SIGLIP, _SPECIAL, ImageText, _mask, _text
 
 LOUD_STD = 0.3
@@ -240,7 +240,8 @@ def second_turn(s: Any, padded: bool, pixels: bool = True) -> dict:
     kwargs = _inputs(s, prompts, images)
     width = kwargs["input_ids"].shape[1]
     first = _generate(s, kwargs, max_new_tokens=3)
-    _check(s, prompts, images, first, width, "second turn: the first turn")
+    with earlier_stage():
+        _check(s, prompts, images, first, width, "second turn: the first turn")
     said = [first.sequences[b, width:].tolist() + [7, 8, 9, 10] for b in range(len(prompts))]
     kwargs2 = _inputs(s, prompts, images, said, pixels)
     cache = _returned_cache(first)
