@@ -44,7 +44,7 @@ def test_a_child_drops_the_forced_blocks_of_threads_it_does_not_have():
 
     import hf_genfix
 
-    registry = hf_genfix._default()
+    registry = hf_genfix._activation.registry()
     pid_id = next(m.id for m in registry.manifests() if all(t in sys.modules for t in m.target_modules)
                   and {s.id: s.state for s in hf_genfix.status()}[m.id] == "not-needed")
     opened, close = threading.Event(), threading.Event()
@@ -152,7 +152,7 @@ def test_a_padding_side_asked_for_one_call_is_not_seen_by_other_threads():
 def test_a_fork_inside_the_lock_by_its_own_holder_neither_waits_nor_breaks_the_block():
     import hf_genfix
 
-    registry = hf_genfix._default()
+    registry = hf_genfix._activation.registry()
     pid, ok = None, False
     try:
         with registry._lock:

@@ -107,7 +107,7 @@ _STATES = """
     records = hf_genfix.status()
     print(json.dumps({"hooks": len(hooks), "states": sorted({r.state for r in records}),
                       "reasons": sorted({r.reason for r in records}),
-                      "installed": sum(bool(hf_genfix._default().installed(r.id)) for r in records),
+                      "installed": sum(bool(hf_genfix._activation.registry().installed(r.id)) for r in records),
                       "config_error": hf_genfix.workers.report()["config_error"]}))
 """
 

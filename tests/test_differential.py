@@ -32,7 +32,7 @@ def test_never_worse_than_upstream(capsys):
     from hf_genfix import doctor
     from hf_genfix.oracles import differential, sweep
 
-    registry = hf_genfix._default()
+    registry = hf_genfix._activation.registry()
     version = doctor.import_targets(registry)
     with doctor.quiet_logs():
         out = sweep.run_sweep(registry, archs=ARCHS, differential_all=True)
@@ -148,7 +148,7 @@ def test_threads_and_forks_are_never_worse_than_upstream(capsys):
     import hf_genfix
     from hf_genfix.oracles import concurrency, differential
 
-    registry = hf_genfix._default()
+    registry = hf_genfix._activation.registry()
     verdicts = concurrency.run_differential(registry)
     counts = differential.tally([v["verdict"] for v in verdicts.values()])
     with capsys.disabled():
@@ -172,5 +172,5 @@ def test_each_run_starts_without_the_static_cache_an_earlier_call_left_on_the_mo
             raise ValueError("Incorrect 4D attention_mask shape")
 
     model = Model()
-    pair = differential.differential(hf_genfix._default(), lambda subject: model.generate(), None, (model,))
+    pair = differential.differential(hf_genfix._activation.registry(), lambda subject: model.generate(), None, (model,))
     assert pair["verdict"] == differential.SAME_EXCEPTION, pair["detail"]

@@ -19,7 +19,7 @@ import hf_genfix
 from hf_genfix.doctor import import_targets
 from hf_genfix._patcher import patch_of
 import_targets()
-registry = hf_genfix._default()
+registry = hf_genfix._activation.registry()
 
 def layers(obj, pid):
     n = 0

@@ -24,7 +24,7 @@ def test_saved_folders_are_never_worse_than_upstreams(capsys):
     from hf_genfix import doctor
     from hf_genfix.oracles import differential, saving
 
-    registry = hf_genfix._default()
+    registry = hf_genfix._activation.registry()
     doctor.import_targets(registry)
     with doctor.quiet_logs():
         out = saving.run_scenarios(registry)
@@ -55,5 +55,5 @@ def test_each_prepared_repo_has_a_folder_name_of_its_own():
     seen = []
     scenario = saving.SaveScenario("save/names", lambda run: {}, prepare=lambda directory: seen.append(directory.name))
     for _ in range(2):
-        saving.differential_save(hf_genfix._default(), scenario)
+        saving.differential_save(hf_genfix._activation.registry(), scenario)
     assert len(set(seen)) == 2 and all(name.startswith("shared_") for name in seen)

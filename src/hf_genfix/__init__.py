@@ -19,7 +19,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, ContextManager
 
-    from ._registry import Registry
     from .catalog import PatchStatus
 
 __all__ = [
@@ -45,14 +44,10 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-def _default() -> "Registry":
-    return _activation.registry()
-
-
 def status() -> "list[PatchStatus]":
     """One record per known patch: id, state, reason, targets, affected range, transformers version, and the
     calls it saw and changed while recording was on (see ``recording()``)."""
-    records = _default().status()
+    records = _activation.registry().status()
     from . import _record
 
     if not _record._counts:
@@ -87,12 +82,12 @@ def revert() -> None:
 
 def disabled(*patch_ids: str) -> "ContextManager[None]":
     """``with hf_genfix.disabled("right-padding"):`` -- those patches (all when none named) are off inside."""
-    return _default().disabled(*patch_ids)
+    return _activation.registry().disabled(*patch_ids)
 
 
 def forced(*patch_ids: str) -> "ContextManager[None]":
     """``with hf_genfix.forced("prepare-inputs"):`` -- install them even where the release is not affected."""
-    return _default().forced(*patch_ids)
+    return _activation.registry().forced(*patch_ids)
 
 
 _LAZY = {

@@ -316,8 +316,8 @@ def import_targets(registry: Any = None) -> str | None:
     from ._registry import transformers_version
 
     if registry is None:
-        registry = hf_genfix._default()
-    if registry is not hf_genfix._default() and transformers_version() is None:
+        registry = hf_genfix._activation.registry()
+    if registry is not hf_genfix._activation.registry() and transformers_version() is None:
         return None
     try:
         importlib.import_module("transformers")  # the version a registry gates on is the imported one
@@ -432,8 +432,8 @@ def diagnose(registry: Any = None, only: Sequence[str] = (),
     from ._registry import INSTALLED
 
     if registry is None:
-        registry = hf_genfix._default()
-    if plain_states is None and registry is hf_genfix._default():
+        registry = hf_genfix._activation.registry()
+    if plain_states is None and registry is hf_genfix._activation.registry():
         from .oracles.user_programs import PlainRun
 
         plain_states = lambda patches: PlainRun(patches).results  # noqa: E731
@@ -710,7 +710,7 @@ def unknown_patches(only: Sequence[str], registry: Any = None) -> str | None:
         return None
     import hf_genfix
 
-    ids = [m.id for m in (registry if registry is not None else hf_genfix._default()).manifests()]
+    ids = [m.id for m in (registry if registry is not None else hf_genfix._activation.registry()).manifests()]
     unknown = [p for p in only if p not in ids]
     if not unknown:
         return None

@@ -1196,7 +1196,7 @@ def check(version: str, models: Sequence[str] = (), trust_remote_code: bool = Fa
     if rebuild or not env_ready(env_path(version, root)):
         check_on_index(version)  # the one look-up, before minutes of building
     python = str(build_env(version, root, rebuild, say))
-    manifests = hf_genfix._default().manifests()
+    manifests = hf_genfix._activation.registry().manifests()
     families = {m.id: m.family for m in manifests}
     fixed = {m.id: m.fixed_versions for m in manifests}
     extra = ["--sweep", "--differential", "--quiet"] if sweep else []

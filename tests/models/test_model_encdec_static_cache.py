@@ -48,7 +48,7 @@ def fresh(request):
 
 
 def _affected(patch: str) -> bool:
-    manifest = next(m for m in hf_genfix._default().manifests() if m.id == patch)
+    manifest = next(m for m in hf_genfix._activation.registry().manifests() if m.id == patch)
     return in_range(manifest.affected, transformers.__version__)
 
 

@@ -321,7 +321,7 @@ def test_a_switched_off_patch_explains_the_scenario_its_manifest_claims():
     import hf_genfix
     from hf_genfix import doctor
 
-    registry = hf_genfix._default()
+    registry = hf_genfix._activation.registry()
     doctor.import_targets(registry)
     with hf_genfix.disabled("right-padding"):
         out = sweep.run_sweep(registry, archs=["llama"], scenarios=["multi-turn"])
@@ -465,6 +465,18 @@ def test_half_precision_has_no_suspect_band():
         assert sweep.rounding_limit() == 2.5e-2 and not sweep.suspect(1e-2)
     assert sweep.rounding_limit() == 2e-5 and sweep.suspect(3e-5) and not sweep.suspect(1.5e-5)
     assert not sweep.suspect(True)
+
+
+def test_a_mixture_of_experts_too_large_for_the_sweep_gets_fewer_smaller_experts():
+    """Qwen2-MoE's tiny text sizes leave 60 experts and a shared expert of 5632 (17.3M parameters): the sweep built
+    none and missed sliding-window-full-cache-qwen2-moe on 4.57.6. The MoE sizes shrink only where the model would
+    otherwise not be built: Mixtral, small enough already, keeps its experts (and so its weights)."""
+    config = sweep.tiny_config("qwen2_moe")
+    assert sweep._moe_overrides(config, {})["num_experts"] == 8
+    model = sweep.build("qwen2_moe")
+    assert sum(p.numel() for p in model.parameters()) <= sweep.MAX_PARAMS
+    assert model.config.num_experts == 8 and model.config.num_experts_per_tok == 2
+    assert sweep.build("mixtral").config.num_local_experts == sweep.tiny_config("mixtral").num_local_experts
 
 
 def test_the_sweeps_tiny_models_are_loud():

@@ -135,7 +135,7 @@ def test_the_tiny_remote_code_repos_are_a_kind_of_their_own():
 
     kinds = sweep.kinds_of()
     assert kinds["remote-phi3"] == "remote-code" and kinds["bloom"] == "decoder-only"
-    out = sweep.run_sweep(hf_genfix._default(), archs=["remote-phi3"], scenarios=["remote-cached", "remote-beam"],
+    out = sweep.run_sweep(hf_genfix._activation.registry(), archs=["remote-phi3"], scenarios=["remote-cached", "remote-beam"],
                           differential_all=True)
     runs = out["architectures"]["remote-phi3"]["scenarios"]
     assert {n: o["verdict"] for n, o in runs.items()} == {"remote-cached": "pass", "remote-beam": "pass"}

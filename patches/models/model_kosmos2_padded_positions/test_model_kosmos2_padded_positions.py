@@ -41,7 +41,7 @@ def kosmos():
 
 
 def _affected() -> bool:
-    manifest = next(m for m in hf_genfix._default().manifests() if m.id == PATCH)
+    manifest = next(m for m in hf_genfix._activation.registry().manifests() if m.id == PATCH)
     return in_range(manifest.affected, transformers.__version__)
 
 

@@ -41,7 +41,7 @@ def paligemma():
 
 @pytest.fixture(autouse=True)
 def in_range_only():
-    manifest = next(m for m in hf_genfix._default().manifests() if m.id == PATCH)
+    manifest = next(m for m in hf_genfix._activation.registry().manifests() if m.id == PATCH)
     if not in_range(manifest.affected, transformers.__version__):
         pytest.skip(f"{PATCH} is outside its range on {transformers.__version__}")
 

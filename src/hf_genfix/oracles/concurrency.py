@@ -111,7 +111,7 @@ def check_fork_while_locked(timeout_s: float = 10.0, hold_s: float = 0.2) -> dic
 
     if not hasattr(os, "fork"):
         raise ProbeSkipped("no os.fork on this platform")
-    registry = hf_genfix._default()
+    registry = hf_genfix._activation.registry()
     upstream = is_suppressed("")  # disabled() with no ids: the program without hf_genfix
     held, release = threading.Event(), threading.Event()
 

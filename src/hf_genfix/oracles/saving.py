@@ -408,7 +408,7 @@ def run_scenarios(registry: Any = None, scenarios: list[SaveScenario] | None = N
     "summary"}; ``hf-genfix doctor --sweep --differential`` adds them to its count."""
     import hf_genfix
 
-    registry = registry or hf_genfix._default()
+    registry = registry or hf_genfix._activation.registry()
     pairs = {}
     for scenario in scenarios or all_scenarios():
         pair = differential_save(registry, scenario)

@@ -381,6 +381,26 @@ def _ssm_overrides(model_type: str) -> dict[str, Any]:
     return out
 
 
+# Mixture-of-experts and latent-attention sizes for a model the tiny text sizes leave too large (Qwen2-MoE: 60
+# experts and a shared expert of 5632, 17.3M parameters; DeepSeek-V2/V3: query and key-value ranks of 1536 and 512,
+# 3.6M): the sweep built neither and missed sliding-window-full-cache-qwen2-moe on 4.57.6 (issue 36's recall).
+# Applied only where the model would otherwise not be built, so that the models the sweep already builds keep their
+# weights. Two of eight experts per token, so the routing still chooses; DeepSeek-V3's first MoE layer moved to the
+# second of the two layers, so that one is built.
+_MOE_SIZES = {"num_experts": 8, "num_local_experts": 8, "n_routed_experts": 8, "moe_num_experts": 8,
+              "num_experts_per_tok": 2, "moe_topk": 2, "moe_intermediate_size": 16,
+              "shared_expert_intermediate_size": 16, "expert_intermediate_size": 16, "moe_ffn_hidden_size": 16,
+              "first_k_dense_replace": 1, "q_lora_rank": 16, "kv_lora_rank": 16, "qk_rope_head_dim": 8,
+              "qk_nope_head_dim": 8, "v_head_dim": 8}
+
+
+def _moe_overrides(config: Any, overrides: dict[str, Any]) -> dict[str, Any]:
+    """The ``_MOE_SIZES`` that shrink ``config`` (integers larger than ours, not set by ``overrides``)."""
+    return {k: v for k, v in _MOE_SIZES.items() if k not in overrides
+            and isinstance(getattr(config, k, None), int) and not isinstance(getattr(config, k), bool)
+            and getattr(config, k) > v}
+
+
 def build(model_type: str, seed: int = 0, **overrides: Any) -> Any:
     """A tiny causal LM of ``model_type``; ``ProbeSkipped`` when the release cannot build one that is tiny."""
     import torch
@@ -389,13 +409,21 @@ def build(model_type: str, seed: int = 0, **overrides: Any) -> Any:
     config = tiny_config(model_type, **overrides)
     if _composite(config):
         raise ProbeSkipped("composite config (vision/audio parts): not built tiny from a text config")
-    try:
-        with torch.device("meta"):
-            params = sum(p.numel() for p in AutoModelForCausalLM.from_config(config).parameters())
-    except ProbeSkipped:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a config the tiny defaults do not satisfy
-        raise ProbeSkipped(f"cannot build from a tiny config: {type(exc).__name__}: {_short(exc)}") from exc
+
+    def count(config: Any) -> int:
+        try:
+            with torch.device("meta"):
+                return sum(p.numel() for p in AutoModelForCausalLM.from_config(config).parameters())
+        except ProbeSkipped:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a config the tiny defaults do not satisfy
+            raise ProbeSkipped(f"cannot build from a tiny config: {type(exc).__name__}: {_short(exc)}") from exc
+
+    params = count(config)
+    smaller = _moe_overrides(config, overrides) if params > MAX_PARAMS else {}
+    if smaller:
+        config = tiny_config(model_type, **dict(overrides, **smaller))
+        params = count(config)
     if params > MAX_PARAMS:
         raise ProbeSkipped(f"the tiny config still gives {params / 1e6:.1f}M parameters")
     torch.manual_seed(seed)
@@ -972,7 +1000,7 @@ def _run_sweep(registry: Any, archs: Iterable[str] | None, scenarios: Iterable[s
                recall: list[str] | None = None) -> dict[str, Any]:
     import hf_genfix
 
-    registry = registry or hf_genfix._default()
+    registry = registry or hf_genfix._activation.registry()
     start = time.perf_counter()
     names = list(scenarios or SCENARIOS)
     bad = [n for n in names if n not in SCENARIOS]
