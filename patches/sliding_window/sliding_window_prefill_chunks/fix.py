@@ -27,7 +27,7 @@ on 5.0 - 5.2 are covered here (measured with padding-prefill-chunks' probe: 5.0.
 5.2.0 wrong without this patch; right with it).
 
 Correction. ``GenerationMixin._prefill`` is wrapped: when ``prefill_chunk_size`` is set (and the prompt is token
-ids with a 2-D mask and a cache, what the upstream loop handles), the prompt is prefilled by the release's own
+ids with a 2-D mask and a cache, what the upstream loop handles, on a model without a recurrent state), the prompt is prefilled by the release's own
 unchunked ``_prefill`` on growing prefixes -- chunk ``i`` is prompt ``[:end_i]`` with the mask, ``position_ids``
 and every other per-token input cut to ``end_i`` and ``cache_position`` set to the chunk's slots, so only the
 chunk's tokens go through the model, against the cache of the previous chunks. Memory stays that of chunked
@@ -80,6 +80,11 @@ def _prefill(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
         # placeholders span several (silently wrong, or a ValueError). decoding-image-prefill-chunks prefills it in
         # one pass on these releases; with that patch off, upstream's loop, as without hf_genfix.
         or has_image_inputs(model_kwargs)
+        # A model that keeps a recurrent state (Mamba-like mixers, gated delta nets: ``_is_stateful``): several
+        # tokens after a state are that model's own question (a mixer that restarts its scan from zeros, found on
+        # Jamba and Qwen3-Next on 5.2.0), not this loop's. Where upstream refuses ("Cannot use prefill chunking
+        # without a cache") this loop turned the refusal into a silently wrong answer (Qwen3-Next 0.056, session 16).
+        or getattr(type(instance), "_is_stateful", False)
     ):
         return wrapped(*args, **kwargs)
     length = input_ids.shape[1]
