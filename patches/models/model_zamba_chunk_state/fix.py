@@ -20,15 +20,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from hf_genfix._patches.models.shared.ssm_continuation import install_continuation
+from hf_genfix._patches.models.shared.ssm_continuation import SPLIT_NOT_BITWISE, install_continuation
 
 MIXER = "transformers.models.zamba.modeling_zamba:ZambaMambaMixer.forward"
 # Where the state barely matters (the sweep's calibrated tiny Zamba: its per-head SSM projections keep their init), the
 # chunk path upstream takes after a state is within rounding of the oracle, and ours (the one-token path, token by
 # token) differs from it by that rounding only: 2.4e-07 to 8.3e-07 on 5.24.0 (chunked prefill, a chunk after a cache).
-NOT_BITWISE = ("several tokens after a state go through the mixer's one-token path one at a time, where upstream "
-               "scans them as one chunk from a zero state: a different order of float operations, even where the "
-               "lost state is too small to matter")
+NOT_BITWISE = SPLIT_NOT_BITWISE
 
 
 def install(patcher: Any) -> None:

@@ -30,6 +30,10 @@ from typing import Any
 
 COUNT = "_hf_genfix_columns_fed"  # an attribute of the cache: the columns of input fed into its states so far
 PADS_AFTER_STATE = "_hf_genfix_pads_after_state"  # an attribute of the cache: a chunk after a state held pads
+# A fix that installs ``split_after_state`` says so as its ``NOT_BITWISE`` (the sweep's rounding verdict reads it).
+SPLIT_NOT_BITWISE = ("several tokens after a state go through the mixer's one-token path one at a time, where "
+                     "upstream scans them as one chunk from a zero state: a different order of float operations, "
+                     "even where the lost state is too small to matter")
 
 
 def install_continuation(patcher: Any, mixer: str | None, backbone: str | None = None,
