@@ -52,21 +52,28 @@ def _applied(patch: str) -> bool:
 @pytest.mark.parametrize("rows", [[ROW], [ROW, ROW[:6], ROW[2:]]], ids=["one-row", "left-padded"])
 def test_second_turn_from_the_returned_cache_matches_the_no_cache_forward(subject, rows):
     _, model = subject
-    assert second_turn(model, rows, TURN)["max_logit_diff"] <= 1e-4
+    assert _or_upstreams_error(second_turn, model, rows, TURN)["max_logit_diff"] <= 1e-4
 
 
 @pytest.mark.parametrize("rows", [[ROW], [ROW, ROW[:6], ROW[2:]]], ids=["one-row", "left-padded"])
 def test_a_prefix_cache_reused_by_deepcopy_matches_the_no_cache_forward(subject, rows):
     _, model = subject
-    try:
-        figures = prefix_reuse(model, rows, [TURN, [7, 8, 9, 10]])
-    except (AttributeError, TypeError, KeyError) as exc:
-        # Zamba before 5.17 takes no generic DynamicCache as a prefix cache (its own hybrid cache only): loud, and
-        # upstream's own error with every patch off too -- nothing silent to correct.
-        with hf_genfix.disabled(), pytest.raises(type(exc)):
-            prefix_reuse(model, rows, [TURN, [7, 8, 9, 10]])
-        pytest.skip(f"upstream raises this call too: {type(exc).__name__}: {exc}")
+    # Zamba before 5.17 takes no generic DynamicCache as a prefix cache (its own hybrid cache only): loud, and
+    # upstream's own error with every patch off too -- nothing silent to correct.
+    figures = _or_upstreams_error(prefix_reuse, model, rows, [TURN, [7, 8, 9, 10]])
     assert figures["max_logit_diff"] <= 1e-4
+
+
+def _or_upstreams_error(check, *args):
+    """``check(*args)``; where it raises, the same exception type with every patch off skips the test: a loud
+    upstream error, nothing silent to correct (5.25.0's Mamba and Falcon-Mamba: a left-padded batch's second turn
+    and reused prefix raise a shape error in the mixer, with or without hf_genfix)."""
+    try:
+        return check(*args)
+    except (AttributeError, TypeError, KeyError, RuntimeError) as exc:
+        with hf_genfix.disabled(), pytest.raises(type(exc)):
+            check(*args)
+        pytest.skip(f"upstream raises this call too: {type(exc).__name__}: {exc}")
 
 
 def test_new_tokens_alone_after_a_cache_continue_the_state(subject):

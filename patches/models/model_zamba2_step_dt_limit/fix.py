@@ -26,6 +26,8 @@ from __future__ import annotations
 import contextvars
 from typing import Any
 
+from hf_genfix import Drift
+
 MODULE = "transformers.models.zamba2.modeling_zamba2"
 MIXER = f"{MODULE}:Zamba2MambaMixer.forward"
 STEP = f"{MODULE}:mamba2_selective_state_update"
@@ -35,9 +37,24 @@ _limit: contextvars.ContextVar[Any] = contextvars.ContextVar("hf_genfix_zamba2_d
 
 def install(patcher: Any) -> None:
     patcher.require(MIXER, "hidden_states")
-    patcher.require(STEP, "dt", "dt_bias", "dt_softplus")
+    step = patcher.require(STEP)
+    # 5.25 puts the function behind a kernel-hub dispatcher: a module-level nn.Module whose forward is the torch
+    # function (the signature seen through the call is (*args, **kwargs)); the positional convention is the same.
+    params = _parameters(step) or _parameters(getattr(step, "forward", None))
+    if not {"dt", "dt_bias", "dt_softplus"} <= params:
+        raise Drift(f"{STEP} takes no dt, dt_bias, dt_softplus (its signature: {sorted(params)})")
     patcher.wrap(MIXER, _mixer)
     patcher.wrap(STEP, _step)
+
+
+def _parameters(func: Any) -> set:
+    import inspect
+
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return set()
+    return {name for name, p in params.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
 
 
 def _mixer(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
