@@ -172,6 +172,31 @@ def test_rounding_needs_a_documented_patch_and_a_float_rounding_difference(make_
         assert "fixed-here off" in got[1] and "fixture reason" in got[1]
 
 
+def rounded_nearer(subject):
+    subject.model.generate()
+    return {"max_logit_diff": subject.ours if _thing().answer() == 42 else 5e-5}
+
+
+@pytest.mark.parametrize("ours, verdict", [(1e-6, "rounding"), (6e-5, "worse")])
+def test_a_documented_patch_may_move_past_rounding_towards_the_oracle(make_registry, monkeypatch, ours, verdict):
+    """A move above ROUNDING_LIMIT is ``rounding`` only where hf_genfix ends nearer the oracle than upstream (upstream
+    5e-5 off, the move 3e-5): a documented patch that replaces a path's float error with a smaller one."""
+    import importlib
+    from types import SimpleNamespace
+
+    from hf_genfix.oracles import differential
+
+    registry = make_registry("fixed-here")
+    _thing()
+    monkeypatch.setattr(importlib.import_module("genfix_doctor_fixture.fixes"), "NOT_BITWISE", "fixture reason",
+                        raising=False)
+    monkeypatch.setattr(_Rounded, "step", 3e-5)
+    subject = SimpleNamespace(model=_Rounded(), ours=ours)
+    pair = differential.differential(registry, rounded_nearer, subject, (subject.model,))
+    got = sweep._rounding(registry, rounded_nearer, subject, pair)
+    assert (got[0] if got else "worse") == verdict
+
+
 def later_stage_crashes(subject):
     from hf_genfix.oracles.outcome import earlier_stage
 
