@@ -146,19 +146,22 @@ def _help(argv: list[str]) -> str:
 
 
 def _verdicts() -> list[str]:
-    """The doctor's verdicts: its constants with the comment that says what each means."""
+    """The doctor's verdicts: its constants (``hf_genfix.verdicts.Word`` members) with the comment that says what
+    each means."""
+    from hf_genfix.verdicts import Word
+
     source = (SRC / "hf_genfix" / "doctor.py").read_text(encoding="utf-8")
     found: list[list[str]] = []
     continuing = False
     for line in source.splitlines():
-        start = re.match(r'^[A-Z_]+ = "([a-z-]+)" +# (.*)$', line)
+        start = re.match(r'^[A-Z_]+ = Word\.([A-Z_]+) +# (.*)$', line)
         if start:
-            found.append([start.group(1), start.group(2)])
+            found.append([Word[start.group(1)].value, start.group(2)])
         elif continuing and re.match(r"^ +# ", line):  # the comment goes on under the constant
             found[-1][1] += " " + line.strip()[2:]
         # Only the lines right under a verdict continue it (not a later comment elsewhere in the module).
         continuing = bool(start) or (continuing and bool(re.match(r"^ +# ", line)))
-    outcomes = {"pass", "defect", "skipped", "error"}
+    outcomes = {Word.PASS, Word.DEFECT, Word.SKIPPED, Word.ERROR}
     return [f"- `{value}`: {meaning}" for value, meaning in found if value not in outcomes]
 
 

@@ -59,6 +59,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from . import catalog
 from ._fork import reset_in_child
+from .verdicts import Word
 
 SCHEMA = 1
 BUDGET_S = 15.0  # a quiet 2-core machine: 13 s measured on 5.24.0 with 74 patches (JSON ``budget_seconds``); information only
@@ -67,22 +68,22 @@ BUDGET_S = 15.0  # a quiet 2-core machine: 13 s measured on 5.24.0 with 74 patch
 EXIT_OK, EXIT_FAILING, EXIT_USAGE, EXIT_UNSUPPORTED = 0, 1, 2, 3
 
 # Outcomes of one probe run.
-PASS, DEFECT, SKIPPED, ERROR = "pass", "defect", "skipped", "error"
+PASS, DEFECT, SKIPPED, ERROR = Word.PASS, Word.DEFECT, Word.SKIPPED, Word.ERROR
 
 # Verdicts per patch; the first group makes the exit status non-zero.
-NOT_FIXED = "not-fixed"            # installed, yet the probe still sees the defect
-CATALOG_WRONG = "catalog-wrong"    # the defect shows on a release the manifest says is unaffected
-UNPROTECTED = "unprotected"        # needed, could not be installed (drift / failed), defect present; or
-                                   # installed here but not in a plain program that meets the defect
-PROBE_ERROR = "probe-error"        # the probe itself is broken
-FIXED = "fixed"                    # defect without the patch, none with it
-NOT_NEEDED = "not-needed"          # outside the range and no defect
-NOT_REPRODUCED = "not-reproduced"  # installed, but the probe sees no defect without it either
-SKIPPED_VERDICT = "skipped"        # the scenario cannot run on this release
-OPEN = "open"                      # outside the range, the probe's path is wrong here for a reason on file in
-                                   # patches/open-findings.json (another defect, not patched yet)
-EXPOSED = "exposed"                # the user switched the patch off (or it is pending) and the defect is there
-UNCHECKED = "unchecked"            # no defect seen, patch not installed for a reason other than the range
+NOT_FIXED = Word.NOT_FIXED            # installed, yet the probe still sees the defect
+CATALOG_WRONG = Word.CATALOG_WRONG    # the defect shows on a release the manifest says is unaffected
+UNPROTECTED = Word.UNPROTECTED        # needed, could not be installed (drift / failed), defect present; or
+                                      # installed here but not in a plain program that meets the defect
+PROBE_ERROR = Word.PROBE_ERROR        # the probe itself is broken
+FIXED = Word.FIXED                    # defect without the patch, none with it
+NOT_NEEDED = Word.NOT_NEEDED          # outside the range and no defect
+NOT_REPRODUCED = Word.NOT_REPRODUCED  # installed, but the probe sees no defect without it either
+SKIPPED_VERDICT = Word.SKIPPED        # the scenario cannot run on this release
+OPEN = Word.OPEN                      # outside the range, the probe's path is wrong here for a reason on file in
+                                      # patches/open-findings.json (another defect, not patched yet)
+EXPOSED = Word.EXPOSED                # the user switched the patch off (or it is pending) and the defect is there
+UNCHECKED = Word.UNCHECKED            # no defect seen, patch not installed for a reason other than the range
 FAILING = (NOT_FIXED, CATALOG_WRONG, UNPROTECTED, PROBE_ERROR)
 # Verdicts the short report lists (besides the failing ones): the user switched a needed patch off, or the probe
 # and the range disagree. Fixed, not-needed and skipped patches are counted only (--verbose lists them).

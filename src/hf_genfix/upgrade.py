@@ -40,9 +40,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from . import _child
+from .verdicts import Word
 
 INSTALLED = ("applied", "forced")
-FAILING = ("not-fixed", "catalog-wrong", "unprotected", "probe-error")
+FAILING = (Word.NOT_FIXED, Word.CATALOG_WRONG, Word.UNPROTECTED, Word.PROBE_ERROR)  # doctor.FAILING, without importing doctor
 LOGIT_TOL = 1e-4  # float32 scores that differ by less are the same computation reordered
 MARKER = ".hf-genfix-complete"
 
@@ -737,9 +738,9 @@ def compare_scenario(now: Mapping[str, Any] | None, there: Mapping[str, Any] | N
     now, there = now or {"error": "not run"}, there or {"error": "not run"}
     if "error" in now or "error" in there:
         if "error" in now and "error" in there:
-            return {"result": "fails on both", "now": now["error"], "there": there["error"]}
+            return {"result": Word.FAILS_ON_BOTH, "now": now["error"], "there": there["error"]}
         side = "there" if "error" in there else "now"
-        return {"result": "fails", "side": side, "error": (there if side == "there" else now)["error"]}
+        return {"result": Word.FAILS, "side": side, "error": (there if side == "there" else now)["error"]}
     a, b = now["tokens"], there["tokens"]
     steps = len(now.get("scores") or [])
     prompt = (len(a[0]) - steps) if a and steps else 0
@@ -758,8 +759,8 @@ def compare_scenario(now: Mapping[str, Any] | None, there: Mapping[str, Any] | N
     if not math.isfinite(diff):
         diff = None  # the scores differ in shape or in where they are infinite: no number says how much (JSON)
     if first is None and diff is not None and diff <= LOGIT_TOL:
-        return {"result": "identical", "max_logit_diff": diff}
-    return {"result": "differs", "first_step": first, "max_logit_diff": diff,
+        return {"result": Word.IDENTICAL, "max_logit_diff": diff}
+    return {"result": Word.DIFFERS, "first_step": first, "max_logit_diff": diff,
             "tokens_identical": first is None}
 
 
@@ -804,10 +805,10 @@ def compare_models(results: Mapping[str, Mapping[str, Any]], families: Mapping[s
                 seen |= set(runs[run].get("load_patches_seen", []))
                 seen |= set((runs[run].get("scenarios", {}).get(name) or {}).get("patches_seen", []))
             # Failing now and working on the candidate is an improvement to know about, not a risk.
-            row["improves"] = row["with"]["result"] == "fails" and row["with"]["side"] == "now"
+            row["improves"] = row["with"]["result"] == Word.FAILS and row["with"]["side"] == "now"
             # Failing on both releases, with hf_genfix, compares nothing: no evidence either way.
-            row["no_evidence"] = row["with"]["result"] == "fails on both"
-            changed = row["with"]["result"] in ("differs", "fails") and not row["improves"]
+            row["no_evidence"] = row["with"]["result"] == Word.FAILS_ON_BOTH
+            changed = row["with"]["result"] in (Word.DIFFERS, Word.FAILS) and not row["improves"]
             if changed:
                 row["explained_by"] = explain(name, states_now, states_there, families, seen)
             row["unexplained"] = changed and not row["explained_by"]
@@ -906,17 +907,17 @@ def summarize(version: str, current: str, patches: Sequence[Mapping[str, Any]],
     no_evidence: list[str] = []
     lines = [f"upgrade to {version} (from {current})"]
     if models is not None:
-        same = sum(1 for m in models if m["with"]["result"] == "identical")
+        same = sum(1 for m in models if m["with"]["result"] == Word.IDENTICAL)
         improves = sum(1 for m in models if m.get("improves"))
-        differ = [m for m in models if m["with"]["result"] in ("differs", "fails") and not m.get("improves")]
-        both = sum(1 for m in models if m["with"]["result"] == "fails on both")
+        differ = [m for m in models if m["with"]["result"] in (Word.DIFFERS, Word.FAILS) and not m.get("improves")]
+        both = sum(1 for m in models if m["with"]["result"] == Word.FAILS_ON_BOTH)
         unexplained = [m for m in differ if m["unexplained"]]
         s.update(scenarios=len(models), identical=same, differ=len(differ), unexplained=len(unexplained),
                  fail_on_both=both, work_only_there=improves)
         for model in dict.fromkeys(m["model"] for m in models):
             rows = [m for m in models if m["model"] == model]
             lines.append("  " + _model_line(model, rows, (tokenizers or {}).get(model)))
-            if all(m["with"]["result"] == "fails on both" for m in rows):
+            if all(m["with"]["result"] == Word.FAILS_ON_BOTH for m in rows):
                 no_evidence.append(f"no scenario of {model} ran on either release")
     if tests is not None:
         regs = tests["regressions"]
@@ -966,10 +967,10 @@ def _whose(models: Any, tests: Any) -> str:
 
 
 def _model_line(model: str, rows: Sequence[Mapping[str, Any]], tok: Mapping[str, Any] | None) -> str:
-    same = sum(1 for m in rows if m["with"]["result"] == "identical")
-    differ = [m for m in rows if m["with"]["result"] in ("differs", "fails") and not m.get("improves")]
+    same = sum(1 for m in rows if m["with"]["result"] == Word.IDENTICAL)
+    differ = [m for m in rows if m["with"]["result"] in (Word.DIFFERS, Word.FAILS) and not m.get("improves")]
     unexplained = sum(1 for m in differ if m["unexplained"])
-    both = [m for m in rows if m["with"]["result"] == "fails on both"]
+    both = [m for m in rows if m["with"]["result"] == Word.FAILS_ON_BOTH]
     improves = sum(1 for m in rows if m.get("improves"))
     if len(both) == len(rows):
         return f"model {model}: no scenario ran on either release ({both[0]['with']['there']})"[:300]
@@ -1030,8 +1031,8 @@ def render(result: Mapping[str, Any], verbose: bool = False) -> str:
         shown, hidden = [], 0
         for m in result["models"]:
             w, u = m["with"], m["without"]
-            if w["result"] == "identical" and (u["result"] == "identical" or not verbose):
-                hidden += u["result"] != "identical"
+            if w["result"] == Word.IDENTICAL and (u["result"] == Word.IDENTICAL or not verbose):
+                hidden += u["result"] != Word.IDENTICAL
                 continue
             line = f"  {m['model']} / {m['scenario']}: {_describe(w)}"
             if u["result"] != w["result"] or verbose:
@@ -1061,14 +1062,14 @@ def render(result: Mapping[str, Any], verbose: bool = False) -> str:
 
 
 def _describe(c: Mapping[str, Any]) -> str:
-    if c["result"] == "identical":
-        return "identical"
-    if c["result"] == "differs":
+    if c["result"] == Word.IDENTICAL:
+        return Word.IDENTICAL
+    if c["result"] == Word.DIFFERS:
         by = "an incomparable amount" if c["max_logit_diff"] is None else f"{c['max_logit_diff']:.3g}"
         if c.get("tokens_identical"):
             return f"same tokens, scores differ by {by}"
         return f"differs from step {c['first_step']} (max score difference {by} up to it)"
-    if c["result"] == "fails":
+    if c["result"] == Word.FAILS:
         return f"fails on the {'candidate' if c['side'] == 'there' else 'current release'}: {c['error']}"
     if c["now"] == c["there"]:
         return f"fails on both: {c['there']}"

@@ -40,16 +40,17 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
+from ..verdicts import Word
 from .outcome import DefectObserved, ProbeSkipped
 
-PASS, WRONG, RAISED, SKIPPED = "pass", "wrong", "raised", "skipped"
+PASS, WRONG, RAISED, SKIPPED = Word.PASS, Word.WRONG, Word.RAISED, Word.SKIPPED
 
-IDENTICAL, CORRECTED, SAME_EXCEPTION = "identical", "corrected", "same-exception"
-UNCHANGED, REFUSED, NOT_RUN, WORSE = "unchanged", "refused", "skipped", "worse"
-UNSUPPORTED = "unsupported"  # given by the caller (the sweep) where the model cannot do what the scenario asks
+IDENTICAL, CORRECTED, SAME_EXCEPTION = Word.IDENTICAL, Word.CORRECTED, Word.SAME_EXCEPTION
+UNCHANGED, REFUSED, NOT_RUN, WORSE = Word.UNCHANGED, Word.REFUSED, Word.SKIPPED, Word.WORSE
+UNSUPPORTED = Word.UNSUPPORTED  # given by the caller (the sweep) where the model cannot do what the scenario asks
 # Given by the sweep: both pass, the outputs differ by float rounding only, and turning off one patch whose fix
 # module documents why it cannot be bitwise (its ``NOT_BITWISE``) makes them bitwise upstream's.
-ROUNDING = "rounding"
+ROUNDING = Word.ROUNDING
 VERDICTS = (IDENTICAL, CORRECTED, SAME_EXCEPTION, UNCHANGED, REFUSED, UNSUPPORTED, ROUNDING, NOT_RUN, WORSE)
 
 

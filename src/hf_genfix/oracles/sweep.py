@@ -45,6 +45,7 @@ import time
 import warnings
 from typing import Any, Callable, Iterable, Sequence
 
+from ..verdicts import Word
 from . import decode, differential, sliding
 from .generation import check_rows_against_reference, generate_steps, left_pad, right_pad
 from .outcome import DefectObserved, ProbeSkipped, earlier_stage, past_earlier_stages
@@ -59,18 +60,18 @@ FULL_SEARCHES = 2  # architectures per scenario on which every not-installed pat
 _UNSUPPORTED = differential.REFUSAL_WORDS
 
 # Verdicts per scenario; the last three make the exit status 1.
-PASS, SKIPPED, UNSUPPORTED, KNOWN = "pass", "skipped", "unsupported", "known"
-CATALOG_WRONG, WORSE, UNKNOWN = "catalog-wrong", "worse", "unknown"
-UNUSABLE = "unusable"  # the architecture's tiny config does not suit it: every scenario crashes alike
+PASS, SKIPPED, UNSUPPORTED, KNOWN = Word.PASS, Word.SKIPPED, Word.UNSUPPORTED, Word.KNOWN
+CATALOG_WRONG, WORSE, UNKNOWN = Word.CATALOG_WRONG, Word.WORSE, Word.UNKNOWN
+UNUSABLE = Word.UNUSABLE  # the architecture's tiny config does not suit it: every scenario crashes alike
 # The oracle passes, but by more than float rounding (``tiny.ROUNDING`` on the calibrated models) and at most by its
 # tolerance: neither clean nor a clear defect, so it is listed, never counted as rounding (exit status unchanged).
-SUSPECT = "suspect"
-LOUD = "upstream-error"  # transformers raises, the same without hf_genfix, and no patch removes it
+SUSPECT = Word.SUSPECT
+LOUD = Word.LOUD  # transformers raises, the same without hf_genfix, and no patch removes it
 # A silently wrong upstream path the sweep found and patches/open-findings.json records (what is known of it, where
 # it was measured) while no patch fixes it yet: listed in every report with its record, never counted as passing,
 # and not failing the sweep again and again for a defect already on file. Only upstream's failure can be open: a
 # run that hf_genfix makes worse is still a failure.
-OPEN = "open"
+OPEN = Word.OPEN
 FAILING = (CATALOG_WRONG, WORSE, UNKNOWN)
 MEANING = {
     PASS: "the output matches the oracle",
