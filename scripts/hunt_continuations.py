@@ -63,7 +63,7 @@ def loud_overrides(model_type: str) -> dict:
     base = PER_TYPE.get(model_type, {})
     config = tiny_config(model_type, **base)
     try:
-        out = dict(sweep._sliding_overrides(model_type), **sweep._ssm_overrides(model_type), **base)
+        out = dict(sweep.core._sliding_overrides(model_type), **sweep.core._ssm_overrides(model_type), **base)
     except Exception:  # noqa: BLE001 - the default config itself fails validation: the per-type sizes alone
         out = dict(base)
     for k, v in LOUD.items():
@@ -81,7 +81,7 @@ def build(model_type: str):
         over = loud_overrides(model_type)
         model = sweep.build(model_type, seed=0, **over)
     except Exception:  # noqa: BLE001 - a loud knob the config refuses: the sweep's own tiny model
-        over = dict(sweep._sliding_overrides(model_type), **sweep._ssm_overrides(model_type))
+        over = dict(sweep.core._sliding_overrides(model_type), **sweep.core._ssm_overrides(model_type))
         model = sweep.build(model_type, seed=0, **over)
     # Where the init ignored initializer_range, scale the matrices (not norms, biases or SSM dynamics) to STD.
     with torch.no_grad():

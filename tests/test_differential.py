@@ -21,7 +21,7 @@ pytest.importorskip("transformers")
 # llama: rotary positions from the mask; gpt2: learned absolute positions; gpt_neox: partial rotary, the older
 # code path; bloom: ALiBi, no position_ids; mistral / qwen2: sliding windows (all layers / some layers);
 # rwkv: a recurrent state, no KV cache, no attention mask. Encoder-decoder: bart (learned positions), t5 (relative
-# buckets); image-text (oracles.sweep_families): llava, paligemma (prefix-LM token types), qwen2_vl (M-RoPE),
+# buckets); image-text (oracles.sweep.families): llava, paligemma (prefix-LM token types), qwen2_vl (M-RoPE),
 # kosmos-2 (model-kosmos2-padded-positions from 4.54).
 ARCHS = ("llama", "gpt2", "gpt_neox", "bloom", "mistral", "qwen2", "rwkv", "bart", "t5", "llava", "paligemma",
          "qwen2_vl", "kosmos-2", "led", "fsmt")

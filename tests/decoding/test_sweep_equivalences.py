@@ -1,4 +1,4 @@
-"""The sweep's equivalence scenarios (``oracles/sweep_equivalences.py``): inputs_embeds ≡ input_ids, and every
+"""The sweep's equivalence scenarios (``oracles/sweep/equivalences.py``): inputs_embeds ≡ input_ids, and every
 cache implementation ≡ use_cache=False ≡ the no-cache forward of the final sequence.
 
 Their oracles must accept what a correct release does (upstream llama, every patch off), say ``unsupported``
@@ -13,7 +13,8 @@ import pytest
 pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from hf_genfix.oracles import sweep, sweep_equivalences  # noqa: E402
+from hf_genfix.oracles import sweep
+from hf_genfix.oracles.sweep import equivalences as sweep_equivalences  # noqa: E402
 
 NAMES = ["inputs-embeds", "inputs-embeds-padded", "inputs-embeds-options", "uncached", "cache-implementations"]
 

@@ -17,7 +17,7 @@ transformers = pytest.importorskip("transformers")
 import hf_genfix  # noqa: E402
 from hf_genfix._registry import in_range  # noqa: E402
 from hf_genfix.oracles import DefectObserved, ProbeSkipped  # noqa: E402
-from hf_genfix.oracles import sweep_families as families  # noqa: E402
+from hf_genfix.oracles.sweep import families as families  # noqa: E402
 
 PATCHES = {"led": "model-led-static-cache", "fsmt": "model-fsmt-static-cache", "mvp": "model-mvp-static-cache",
            "nllb-moe": "model-nllb-moe-static-cache", "seamless_m4t": "model-seamless-m4t-static-cache",
@@ -77,7 +77,7 @@ def test_without_the_patch_the_static_cache_is_wrong_from_step_0(subject):
 def test_other_caches_are_upstream_bitwise(subject, options):
     import torch
 
-    from hf_genfix.oracles.sweep_families import right_pad
+    from hf_genfix.oracles.sweep.families import right_pad
 
     ids, mask = right_pad(subject.rows(8, 5, seed=3), device=subject.model.device)
     kwargs = dict(input_ids=ids, attention_mask=mask)

@@ -15,7 +15,7 @@ pytest.importorskip("transformers")
 
 import hf_genfix  # noqa: E402
 from hf_genfix.oracles import DefectObserved, ProbeSkipped  # noqa: E402
-from hf_genfix.oracles import sweep_families as families  # noqa: E402
+from hf_genfix.oracles.sweep import families as families  # noqa: E402
 from hf_genfix.testing.patches import assert_upstream_bitwise  # noqa: E402
 
 

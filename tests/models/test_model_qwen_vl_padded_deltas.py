@@ -18,7 +18,7 @@ import torch  # noqa: E402
 import hf_genfix  # noqa: E402
 from hf_genfix._patches.models.shared import qwen_vl_padded_deltas as fix  # noqa: E402
 from hf_genfix.oracles import DefectObserved, ProbeSkipped  # noqa: E402
-from hf_genfix.oracles import sweep_imagetext as imagetext  # noqa: E402
+from hf_genfix.oracles.sweep import imagetext as imagetext  # noqa: E402
 
 IDS = {"qwen2_vl": "model-qwen2-vl-padded-deltas", "qwen2_5_vl": "model-qwen2-5-vl-padded-deltas"}
 
@@ -47,7 +47,7 @@ def test_probe_passes_with_and_fails_without(arch):
 def test_first_turn_bitwise_upstream(arch, lengths):
     """A plain cached generate() (padded: (6, 3); unpadded when the rows and images make one width) reads its own
     positions: the corrected offsets change nothing there."""
-    from hf_genfix.oracles.sweep_families import ImageTextSubject
+    from hf_genfix.oracles.sweep.families import ImageTextSubject
 
     s = ImageTextSubject(arch)
     prompts, images = imagetext._rows(s, lengths, seed=40)

@@ -166,7 +166,7 @@ def test_rounding_needs_a_documented_patch_and_a_float_rounding_difference(make_
     subject = SimpleNamespace(model=_Rounded())
     pair = differential.differential(registry, rounded, subject, (subject.model,))
     assert pair["verdict"] == "worse"
-    got = sweep._rounding(registry, rounded, subject, pair)
+    got = sweep.core._rounding(registry, rounded, subject, pair)
     assert (got[0] if got else "worse") == verdict
     if got:
         assert "fixed-here off" in got[1] and "fixture reason" in got[1]
@@ -193,7 +193,7 @@ def test_a_documented_patch_may_move_past_rounding_towards_the_oracle(make_regis
     monkeypatch.setattr(_Rounded, "step", 3e-5)
     subject = SimpleNamespace(model=_Rounded(), ours=ours)
     pair = differential.differential(registry, rounded_nearer, subject, (subject.model,))
-    got = sweep._rounding(registry, rounded_nearer, subject, pair)
+    got = sweep.core._rounding(registry, rounded_nearer, subject, pair)
     assert (got[0] if got else "worse") == verdict
 
 
@@ -249,7 +249,7 @@ def test_quick_builds_a_fixed_sample_and_pick_samples_only_then(make_registry, m
         built.append(model_type)
         raise sweep.ProbeSkipped("built; nothing to run")  # counted as not built: the next type is tried
 
-    monkeypatch.setattr(sweep, "KINDS", {"decoder-only": (lambda: [f"t{i:02d}" for i in range(30)], fake, 4)})
+    monkeypatch.setattr(sweep.core, "KINDS", {"decoder-only": (lambda: [f"t{i:02d}" for i in range(30)], fake, 4)})
     out = sweep.run_sweep(make_registry("fixed-here"), scenarios=["cached"], quick=True)
     # every third type first (t00, t03, t06, ...), unbuildable ones replaced by the next
     assert built[:4] == ["t03", "t09", "t12", "t15"] and out["quick"] is True
@@ -398,8 +398,8 @@ def test_a_model_whose_forward_returns_a_full_fixed_size_cache_cannot_be_continu
         def get_max_cache_shape(self):
             return self.size
 
-    assert sweep._no_room(Fixed(8), 8) and not sweep._no_room(Fixed(16), 8) and not sweep._no_room(None, 8)
-    assert not sweep._no_room(Fixed(None), 8) and not sweep._no_room(Fixed(-1), 8)
+    assert sweep.core._no_room(Fixed(8), 8) and not sweep.core._no_room(Fixed(16), 8) and not sweep.core._no_room(None, 8)
+    assert not sweep.core._no_room(Fixed(None), 8) and not sweep.core._no_room(Fixed(-1), 8)
     assert {"manual-loop", "chunk-after-cache"} <= {n for n, f in sweep.SCENARIOS.items() if "continue" in f.needs}
     subject = Subject("llama")
     assert not subject.fixed_cache and subject.lacks(("kv", "continue")) == ""
@@ -497,7 +497,7 @@ def test_a_mixture_of_experts_too_large_for_the_sweep_gets_fewer_smaller_experts
     none and missed sliding-window-full-cache-qwen2-moe on 4.57.6. The MoE sizes shrink only where the model would
     otherwise not be built: Mixtral, small enough already, keeps its experts (and so its weights)."""
     config = sweep.tiny_config("qwen2_moe")
-    assert sweep._moe_overrides(config, {})["num_experts"] == 8
+    assert sweep.core._moe_overrides(config, {})["num_experts"] == 8
     model = sweep.build("qwen2_moe")
     assert sum(p.numel() for p in model.parameters()) <= sweep.MAX_PARAMS
     assert model.config.num_experts == 8 and model.config.num_experts_per_tok == 2

@@ -1,4 +1,4 @@
-"""The sweep's continuation scenarios (oracles/sweep_continuations.py, issue 36 §3): registered, right where
+"""The sweep's continuation scenarios (oracles/sweep/continuations.py, issue 36 §3): registered, right where
 upstream is right (a second turn and a reused prefix cache on llama and mistral, whose sliding window of 8 the
 prompts pass), and able to fail: on Mamba with its continuation patch off (5.17.0 on) the second turn is a defect.
 """

@@ -1,5 +1,5 @@
 """``hf-genfix doctor --sweep`` beyond decoder-only: the encoder-decoder and image-text kinds
-(``oracles.sweep_families``): which model types each kind covers, that the oracles pass on correct models, and
+(``oracles.sweep.families``): which model types each kind covers, that the oracles pass on correct models, and
 that they catch a batch that is not each row alone (a generate() whose encoder mask shows the pads, or that gives a
 row another row's image)."""
 
@@ -11,7 +11,8 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from doctor_fixture import make_registry  # noqa: E402,F401 - a fixture
-from hf_genfix.oracles import DefectObserved, sweep, sweep_families  # noqa: E402
+from hf_genfix.oracles import DefectObserved, sweep
+from hf_genfix.oracles.sweep import families as sweep_families  # noqa: E402
 
 S2S = ["s2s-cached", "s2s-uncached", "s2s-padded", "s2s-static-cache", "s2s-beam"]
 IMAGE = ["image-cached", "image-uncached", "image-padded", "image-padded-same-image", "image-static-cache"]
@@ -168,6 +169,6 @@ def test_a_config_part_no_model_is_registered_under_is_not_a_second_model():
     vocabulary and start token: FSMT is built. A vision tower or an ``AutoConfig`` part is another model's: not."""
     from transformers import FSMTConfig, LlavaConfig
 
-    assert not sweep._composite(FSMTConfig())
-    assert sweep._composite(LlavaConfig())
+    assert not sweep.core._composite(FSMTConfig())
+    assert sweep.core._composite(LlavaConfig())
     sweep_families.build_seq2seq("fsmt")  # every release: no ProbeSkipped

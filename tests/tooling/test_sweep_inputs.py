@@ -1,9 +1,9 @@
 """The sweep scenarios that closed the last two recall misses of session 11 (issue 36):
 
-- ``same-call-twice`` (``oracles/sweep_inputs.py``): a forward writes into none of the tensors it is given, and the
+- ``same-call-twice`` (``oracles/sweep/inputs.py``): a forward writes into none of the tensors it is given, and the
   same call twice gives the same logits. It must pass on a plain tiny llama, fail on one whose forward writes into
   its ``position_ids``, and find model-xglm-positions on the releases that have it (< 5.3).
-- ``remote-logged`` (``oracles/sweep_remote.py``): remote-cached under a handler that formats every record. The
+- ``remote-logged`` (``oracles/sweep/remote.py``): remote-cached under a handler that formats every record. The
   handler must let a malformed logging call's error out (the defect of remote-code-mask-warning, 5.2.0) and leave
   transformers' logger as it was.
 """
@@ -19,7 +19,9 @@ transformers = pytest.importorskip("transformers")
 
 from packaging.version import Version  # noqa: E402
 
-from hf_genfix.oracles import sweep, sweep_inputs, sweep_remote  # noqa: E402
+from hf_genfix.oracles import sweep
+from hf_genfix.oracles.sweep import inputs as sweep_inputs
+from hf_genfix.oracles.sweep import remote as sweep_remote  # noqa: E402
 
 RELEASE = Version(Version(transformers.__version__).base_version)
 

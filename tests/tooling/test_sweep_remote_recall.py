@@ -12,7 +12,7 @@ pytest.importorskip("transformers")
 
 from hf_genfix.oracles import ProbeSkipped  # noqa: E402
 from hf_genfix.oracles.sweep import SCENARIOS  # noqa: E402
-from hf_genfix.oracles.sweep_remote import RemoteSubject  # noqa: E402
+from hf_genfix.oracles.sweep.remote import RemoteSubject  # noqa: E402
 
 
 def test_chatglm3s_own_loop_decodes_greedily():

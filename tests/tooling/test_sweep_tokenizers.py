@@ -1,4 +1,4 @@
-"""The sweep's tokenizer kind (``oracles.sweep_tokenizers``): its scenarios pass with hf_genfix, show the tokenizer
+"""The sweep's tokenizer kind (``oracles.sweep.tokenizers``): its scenarios pass with hf_genfix, show the tokenizer
 and collator defects without it where a release has them, and recall can attribute them.
 
 The oracle is the definition, not a snapshot: each text's no-cache forward alone; the collator's labels are the
@@ -16,7 +16,7 @@ pytest.importorskip("transformers")
 import hf_genfix  # noqa: E402
 from hf_genfix.oracles import DefectObserved  # noqa: E402
 from hf_genfix.oracles.sweep import SCENARIOS, kinds_of  # noqa: E402
-from hf_genfix.oracles.sweep_tokenizers import TokenizerSubject  # noqa: E402
+from hf_genfix.oracles.sweep.tokenizers import TokenizerSubject  # noqa: E402
 
 
 def _installed(pid: str) -> bool:

@@ -18,9 +18,9 @@ pytest.importorskip("transformers")
 
 import hf_genfix  # noqa: E402
 from hf_genfix.oracles import DefectObserved, ProbeSkipped  # noqa: E402
-from hf_genfix.oracles import sweep_imagetext as imagetext  # noqa: E402
+from hf_genfix.oracles.sweep import imagetext as imagetext  # noqa: E402
 from hf_genfix.oracles.sweep import SCENARIOS  # noqa: E402
-from hf_genfix.oracles.sweep_families import ImageTextSubject  # noqa: E402
+from hf_genfix.oracles.sweep.families import ImageTextSubject  # noqa: E402
 from hf_genfix.testing.patches import PatchTests, assert_image_upstream_bitwise  # noqa: E402
 
 PIDS = ("decoding-image-prefill-chunks", "decoding-image-prefill-chunks-bidirectional")

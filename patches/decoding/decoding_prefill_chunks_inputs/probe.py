@@ -10,7 +10,7 @@ def probe() -> dict:
 
     from hf_genfix.oracles import ProbeSkipped
     from hf_genfix.oracles.sweep import SCENARIOS, Subject
-    from hf_genfix.oracles.sweep_families import ImageTextSubject
+    from hf_genfix.oracles.sweep.families import ImageTextSubject
 
     if not hasattr(GenerationConfig(), "prefill_chunk_size"):
         raise ProbeSkipped("generate() has no prefill_chunk_size on this release (4.51.0 added it)")

@@ -19,7 +19,7 @@ pytest.importorskip("transformers")
 import hf_genfix  # noqa: E402
 from hf_genfix.oracles import DefectObserved, ProbeSkipped  # noqa: E402
 from hf_genfix.oracles.sweep import SCENARIOS, Subject  # noqa: E402
-from hf_genfix.oracles.sweep_families import ImageTextSubject  # noqa: E402
+from hf_genfix.oracles.sweep.families import ImageTextSubject  # noqa: E402
 from hf_genfix.testing.patches import PatchTests, assert_image_upstream_bitwise  # noqa: E402
 
 PID = "decoding-prefill-chunks-inputs"
@@ -130,7 +130,7 @@ def test_a_text_prompt_or_one_chunk_is_bitwise_upstream(applied, chunk):
 
 
 def test_mllama_keeps_upstreams_chunks(applied):
-    from hf_genfix.oracles import sweep_imagetext as imagetext
+    from hf_genfix.oracles.sweep import imagetext as imagetext
 
     subject = _subject(ImageTextSubject, "mllama")
     prompts, images = imagetext._rows(subject, (6, 3), seed=30)

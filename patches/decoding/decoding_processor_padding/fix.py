@@ -17,7 +17,7 @@ Each padded row then gets other scores, and so other tokens or another stop, tha
 
 Detection. A tiny Llama, three prompts of 7, 3 and 10 tokens left-padded with the eos token (pad == eos), greedy,
 each of the options above: the processed scores (``output_scores``) of every row and step must be those of the
-row generated alone (``oracles.sweep_processors.check_rows``).
+row generated alone (``oracles.sweep.processors.check_rows``).
 
 Correction. ``GenerationMixin._get_logits_processor`` is wrapped: for a decoder-only model given token ids and a
 left-padded attention mask (each row zeros, then ones), the processors it built of the kinds above are given the

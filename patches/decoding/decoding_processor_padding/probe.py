@@ -7,7 +7,7 @@ from typing import Any
 
 def probe() -> dict:
     from hf_genfix.oracles import tiny_model
-    from hf_genfix.oracles.sweep_processors import LENGTHS, check_rows, rows_of
+    from hf_genfix.oracles.sweep.processors import LENGTHS, check_rows, rows_of
 
     model = tiny_model("llama")
     rows = rows_of(LENGTHS, vocab=128, seed=11)

@@ -1,7 +1,7 @@
 """decoding-processor-padding on the installed release: processors that read the prompt see each row without its
 left padding.
 
-Oracle: each row generated alone with the same option (``oracles.sweep_processors.check_rows``: the same processed
+Oracle: each row generated alone with the same option (``oracles.sweep.processors.check_rows``: the same processed
 scores at every step, the same tokens, the same stop). Where upstream is right -- no padding, processors that read
 no ids, a processor the caller passed, a mask that is not a left padding, rows that finished -- the output must be
 upstream's, bitwise, and the patch must say it changed nothing.
@@ -16,7 +16,7 @@ pytest.importorskip("transformers")
 
 import hf_genfix  # noqa: E402
 from hf_genfix.oracles import DefectObserved, tiny_model  # noqa: E402
-from hf_genfix.oracles.sweep_processors import LENGTHS, _batch, _generate, check_rows, rows_of  # noqa: E402
+from hf_genfix.oracles.sweep.processors import LENGTHS, _batch, _generate, check_rows, rows_of  # noqa: E402
 from hf_genfix.testing.patches import PatchTests  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("patches_decided")  # every patch decided before each test
@@ -153,7 +153,7 @@ def test_a_mask_that_is_not_left_padding_defers_to_upstream(model):
 
 
 def test_beams_and_returned_sequences_get_each_row_alone(model):
-    from hf_genfix.oracles.sweep_processors import check_beams
+    from hf_genfix.oracles.sweep.processors import check_beams
 
     assert _applied()
     options = dict(num_beams=3, num_return_sequences=2, early_stopping=True, no_repeat_ngram_size=1,

@@ -10,7 +10,7 @@ import warnings
 def _probe(model_type: str) -> dict:
     from hf_genfix.oracles import ProbeSkipped
     from hf_genfix.oracles.sweep import SCENARIOS
-    from hf_genfix.oracles.sweep_families import ImageTextSubject
+    from hf_genfix.oracles.sweep.families import ImageTextSubject
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -27,7 +27,7 @@ def tiny() -> Any:
     model's logits is small (the defect is 7e-6 on 4.57.6, under the oracle's tolerance, 2.8e-4 on 5.12.0); with
     these 0.94 and 2.6."""
     from hf_genfix.oracles import ProbeSkipped
-    from hf_genfix.oracles.sweep import _ssm_overrides, build
+    from hf_genfix.oracles.sweep.core import _ssm_overrides, build
 
     try:
         return build("falcon_h1", seed=0, initializer_range=0.2, ssm_out_multiplier=4.0,

@@ -4,6 +4,6 @@ from __future__ import annotations
 
 
 def probe() -> dict:
-    from hf_genfix.oracles.sweep_families import Seq2SeqSubject, s2s_cached
+    from hf_genfix.oracles.sweep.families import Seq2SeqSubject, s2s_cached
 
     return s2s_cached(Seq2SeqSubject("fsmt"))

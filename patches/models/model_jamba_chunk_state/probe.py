@@ -4,6 +4,6 @@ from __future__ import annotations
 
 
 def probe() -> dict:
-    from hf_genfix.oracles.sweep_continuations import probe_second_turn
+    from hf_genfix.oracles.sweep.continuations import probe_second_turn
 
     return probe_second_turn("jamba")

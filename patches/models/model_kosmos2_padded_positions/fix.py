@@ -14,7 +14,7 @@ right, every later one of a padded row is off (max logit diff 0.22-0.26 on a tin
 
 Detection. A tiny Kosmos-2 (one-layer vision tower, 4 latent queries), two prompts of different lengths with
 different images, left-padded, 5 greedy tokens: each row's every step against a no-cache forward of that row
-alone with its image (``oracles.sweep_families``'s image-padded scenario).
+alone with its image (``oracles.sweep.families``'s image-padded scenario).
 
 Correction. ``Kosmos2TextForCausalLM.prepare_inputs_for_generation`` is wrapped: for a decoding step (fewer new
 tokens than the 2-D attention mask is wide) of a batch whose mask holds a pad, it passes the positions the model

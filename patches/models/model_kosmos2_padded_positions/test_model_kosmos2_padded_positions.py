@@ -17,7 +17,7 @@ transformers = pytest.importorskip("transformers")
 import hf_genfix  # noqa: E402
 from hf_genfix._registry import in_range  # noqa: E402
 from hf_genfix.oracles import DefectObserved, ProbeSkipped  # noqa: E402
-from hf_genfix.oracles import sweep_families as families  # noqa: E402
+from hf_genfix.oracles.sweep import families as families  # noqa: E402
 from hf_genfix.testing.patches import PatchTests  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("patches_decided")  # every patch decided before each test

@@ -5,6 +5,6 @@ from __future__ import annotations
 
 def probe() -> dict:
     from hf_genfix.oracles.sweep import SCENARIOS
-    from hf_genfix.oracles.sweep_families import ImageTextSubject
+    from hf_genfix.oracles.sweep.families import ImageTextSubject
 
     return SCENARIOS["image-loud-cached-padded"](ImageTextSubject("llava"))

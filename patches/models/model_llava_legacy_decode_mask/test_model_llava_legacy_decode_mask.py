@@ -42,7 +42,7 @@ def _state() -> str:
 
 @pytest.fixture(scope="module")
 def subject():
-    from hf_genfix.oracles.sweep_families import ImageTextSubject
+    from hf_genfix.oracles.sweep.families import ImageTextSubject
 
     try:
         return ImageTextSubject("llava")

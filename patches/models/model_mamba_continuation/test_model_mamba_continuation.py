@@ -19,7 +19,7 @@ pytest.importorskip("transformers")
 import hf_genfix  # noqa: E402
 from hf_genfix.oracles import DefectObserved, ProbeSkipped  # noqa: E402
 from hf_genfix.oracles.reference import max_diff, reference_logits  # noqa: E402
-from hf_genfix.oracles.sweep_continuations import loud_model, prefix_reuse, second_turn  # noqa: E402
+from hf_genfix.oracles.sweep.continuations import loud_model, prefix_reuse, second_turn  # noqa: E402
 
 from hf_genfix.testing.patches import PatchTests, assert_upstream_bitwise  # noqa: E402
 

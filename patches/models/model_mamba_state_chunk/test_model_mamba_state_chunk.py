@@ -19,7 +19,7 @@ import hf_genfix  # noqa: E402
 from hf_genfix import catalog  # noqa: E402
 from hf_genfix.oracles import DefectObserved  # noqa: E402
 from hf_genfix.oracles.generation import check_rows_against_reference, generate_steps  # noqa: E402
-from hf_genfix.oracles.sweep_continuations import loud_model  # noqa: E402
+from hf_genfix.oracles.sweep.continuations import loud_model  # noqa: E402
 
 from hf_genfix.testing.patches import PatchTests, assert_upstream_bitwise  # noqa: E402
 

@@ -9,7 +9,7 @@ from hf_genfix.testing.patches import PatchTests
 def test_a_padded_batch_beams_as_without_a_cache(require_applied):
     from hf_genfix.oracles import ProbeSkipped
     from hf_genfix.oracles.sweep import Subject
-    from hf_genfix.oracles.sweep_continuations import beam_equivalence, loud
+    from hf_genfix.oracles.sweep.continuations import beam_equivalence, loud
 
     require_applied("model-minimax-beam-reorder")
     try:

@@ -4,6 +4,6 @@ from __future__ import annotations
 
 
 def probe() -> dict:
-    from hf_genfix.oracles.sweep_families import ImageTextSubject, image_uncached
+    from hf_genfix.oracles.sweep.families import ImageTextSubject, image_uncached
 
     return image_uncached(ImageTextSubject("paligemma"))

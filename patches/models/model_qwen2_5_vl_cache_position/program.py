@@ -11,6 +11,6 @@ from transformers import Qwen2_5_VLForConditionalGeneration
 
 def run(repo, applied):
     from hf_genfix.oracles.sweep import SCENARIOS
-    from hf_genfix.oracles.sweep_families import ImageTextSubject
+    from hf_genfix.oracles.sweep.families import ImageTextSubject
 
     SCENARIOS["image-chunk-after-cache"](ImageTextSubject("qwen2_5_vl"))

@@ -22,8 +22,8 @@ pytest.importorskip("transformers")
 
 import hf_genfix  # noqa: E402
 from hf_genfix.oracles import DefectObserved, ProbeSkipped  # noqa: E402
-from hf_genfix.oracles import sweep_families as families  # noqa: E402
-from hf_genfix.oracles import sweep_imagetext as imagetext  # noqa: E402
+from hf_genfix.oracles.sweep import families as families  # noqa: E402
+from hf_genfix.oracles.sweep import imagetext as imagetext  # noqa: E402
 from hf_genfix.oracles.sweep import SCENARIOS  # noqa: E402
 from hf_genfix.testing.patches import PatchTests  # noqa: E402
 

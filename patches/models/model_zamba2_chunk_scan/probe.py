@@ -11,7 +11,7 @@ def probe() -> dict:
     from hf_genfix.oracles import DefectObserved, ProbeSkipped, tolerance
     from hf_genfix.oracles.generation import check_rows_against_reference, generate_steps, left_pad
     from hf_genfix.oracles.reference import max_diff
-    from hf_genfix.oracles.sweep_continuations import loud_model
+    from hf_genfix.oracles.sweep.continuations import loud_model
 
     model = loud_model("zamba2", chunk_size=4, use_mem_rope=True)
     mixers = one_chunk(model, 0).mixers

@@ -19,7 +19,7 @@ from hf_genfix import catalog  # noqa: E402
 from hf_genfix.oracles import DefectObserved, ProbeSkipped  # noqa: E402
 from hf_genfix.oracles.generation import check_rows_against_reference, generate_steps, left_pad  # noqa: E402
 from hf_genfix.oracles.reference import max_diff  # noqa: E402
-from hf_genfix.oracles.sweep_continuations import loud_model  # noqa: E402
+from hf_genfix.oracles.sweep.continuations import loud_model  # noqa: E402
 
 from hf_genfix.testing.patches import PatchTests, assert_upstream_bitwise  # noqa: E402
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 def probe() -> dict:
     from hf_genfix.oracles.generation import check_rows_against_reference, generate_steps, left_pad
-    from hf_genfix.oracles.sweep_continuations import loud_model
+    from hf_genfix.oracles.sweep.continuations import loud_model
 
     # A higher floor (time_step_min 0.05, under time_step_max 0.1) is what makes the skipped clamp loud: with
     # the default 0.001 the loud model shows it at 2.2e-04.

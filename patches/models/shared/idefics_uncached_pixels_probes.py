@@ -7,7 +7,7 @@ from __future__ import annotations
 
 
 def _probe(arch: str) -> dict:
-    from hf_genfix.oracles.sweep_families import ImageTextSubject, image_uncached
+    from hf_genfix.oracles.sweep.families import ImageTextSubject, image_uncached
 
     return image_uncached(ImageTextSubject(arch))
 

@@ -13,7 +13,7 @@ def probe_refusal(model_type: str) -> dict:
 
     from hf_genfix.oracles import DefectObserved
     from hf_genfix.oracles.generation import check_rows_against_reference, generate_steps
-    from hf_genfix.oracles.sweep_continuations import loud_model
+    from hf_genfix.oracles.sweep.continuations import loud_model
 
     model = loud_model(model_type)
     row, turn = [17, 44, 91, 23, 5, 60, 12, 77, 30, 9], [40, 41, 42]

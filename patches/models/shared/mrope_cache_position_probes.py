@@ -8,7 +8,7 @@ from __future__ import annotations
 def _probe(arch: str) -> dict:
     from hf_genfix.oracles import DefectObserved, ProbeSkipped
     from hf_genfix.oracles.sweep import SCENARIOS
-    from hf_genfix.oracles.sweep_families import ImageTextSubject
+    from hf_genfix.oracles.sweep.families import ImageTextSubject
 
     subject = ImageTextSubject(arch)  # ProbeSkipped where the release cannot build it tiny
     try:

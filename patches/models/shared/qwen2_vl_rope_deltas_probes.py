@@ -8,7 +8,7 @@ from __future__ import annotations
 
 def _probe(arch: str) -> dict:
     from hf_genfix.oracles.sweep import SCENARIOS
-    from hf_genfix.oracles.sweep_families import ImageTextSubject
+    from hf_genfix.oracles.sweep.families import ImageTextSubject
 
     # Loud weights (std 0.3): the offsets' error moves logits by units, not by 1e-3.
     return SCENARIOS["image-second-turn-text-padded"](ImageTextSubject(arch))

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 
 def _probe(arch: str) -> dict:
-    from hf_genfix.oracles import sweep_imagetext as images
-    from hf_genfix.oracles.sweep_families import ImageTextSubject
-    from hf_genfix.oracles.sweep_imagetext import loud
+    from hf_genfix.oracles.sweep import imagetext as images
+    from hf_genfix.oracles.sweep.families import ImageTextSubject
+    from hf_genfix.oracles.sweep.imagetext import loud
 
     s = ImageTextSubject(arch)
     with loud(s.model):

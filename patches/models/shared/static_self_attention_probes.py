@@ -18,7 +18,7 @@ def prober(model_type: str) -> Callable[[], dict]:
 
     def probe() -> dict:
         from hf_genfix.oracles import DefectObserved, ProbeSkipped
-        from hf_genfix.oracles.sweep_families import Seq2SeqSubject, s2s_static_cache
+        from hf_genfix.oracles.sweep.families import Seq2SeqSubject, s2s_static_cache
 
         try:
             return s2s_static_cache(Seq2SeqSubject(model_type))

@@ -135,7 +135,7 @@ def assert_image_upstream_bitwise(subject: Any, patch: str, prompts: Any, images
     import torch
 
     import hf_genfix
-    from hf_genfix.oracles import sweep_imagetext as imagetext
+    from hf_genfix.oracles.sweep import imagetext as imagetext
 
     runs = []
     for off in (False, True):
@@ -333,8 +333,8 @@ def write_repos(root: Path) -> dict[str, str]:
     from hf_genfix.oracles.legacy_models import write_family, write_moe_repo, write_plain_tokenizer
     from hf_genfix.oracles.sliding import MODELS, WINDOW
     from hf_genfix.oracles.sliding_static import tiny_gemma3_vlm, tiny_gemma4_vlm
-    from hf_genfix.oracles.sweep import _ssm_overrides
-    from hf_genfix.oracles.sweep_families import build_image_text, build_seq2seq
+    from hf_genfix.oracles.sweep.core import _ssm_overrides
+    from hf_genfix.oracles.sweep.families import build_image_text, build_seq2seq
     from hf_genfix.oracles.tiny import tiny_config, tiny_model
     from hf_genfix.oracles.tokenizers import special_ids, write_repo
 

@@ -24,10 +24,10 @@ import copy
 import inspect
 from typing import Any
 
-from .generation import check_rows_against_reference, generate_steps, left_pad
-from .outcome import ProbeSkipped, earlier_stage
-from .sweep import Subject, build, scenario
-from .tiny import tiny_config
+from ..generation import check_rows_against_reference, generate_steps, left_pad
+from ..outcome import ProbeSkipped, earlier_stage
+from ..tiny import tiny_config
+from .core import Subject, build, scenario
 
 STD = 0.3  # the loud models' weight std: see the module docstring
 # Config knobs that gate code paths, set where the tiny config has them: chunks and conv windows shorter than the
@@ -103,7 +103,7 @@ def _grow(mask: Any, width: int) -> Any:
 
 
 def _forward_cache(out: Any) -> Any:
-    from ..helpers.decode import cache_from_outputs
+    from ...helpers.decode import cache_from_outputs
 
     cache = cache_from_outputs(out)
     return cache if cache is not None else getattr(out, "cache_params", None)
@@ -242,7 +242,7 @@ def beam_equivalence(model: Any, batches: list[list[list[int]]], beams: int = 3,
     """Every row of every batch: the same tokens with ``use_cache=True`` as with ``use_cache=False``."""
     import torch
 
-    from .outcome import DefectObserved
+    from ..outcome import DefectObserved
 
     compared = 0
     for rows in batches:

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .outcome import DefectObserved
-from .precision import tolerance
-from .reference import max_diff
-from .sweep import Subject, scenario
+from ..outcome import DefectObserved
+from ..precision import tolerance
+from ..reference import max_diff
+from .core import Subject, scenario
 
 
 @scenario("same-call-twice")

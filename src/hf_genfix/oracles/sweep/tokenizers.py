@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from . import legacy_models, sweep, tokenizers
-from .generation import check_rows_against_reference, generate_steps
-from .outcome import DefectObserved, ProbeSkipped
+from .. import legacy_models, tokenizers
+from ..generation import check_rows_against_reference, generate_steps
+from ..outcome import DefectObserved, ProbeSkipped
+from . import core as sweep
 
 PREFIX = "tokenizer-"
 KIND = "tokenizer"
@@ -38,7 +39,7 @@ class TokenizerSubject:
     kind = KIND
 
     def __init__(self, model_type: str):
-        from .tiny import calibrate, tiny_model
+        from ..tiny import calibrate, tiny_model
 
         self.model_type = model_type
         self.layout = model_type[len(PREFIX):]

@@ -1,6 +1,6 @@
 """Image-text models, loud, and every continuation of a cache (issue 36, sections 3 and 4).
 
-Two things the image-text kind of ``sweep_families`` lacked:
+Two things the image-text kind of ``families`` lacked:
 
 - models: LLaVA-NeXT, LLaVA-OneVision (any-resolution tiles), mllama and Idefics 1 (cross-attention to the image
   under a per-token mask), Chameleon (VQ image tokens), Fuyu (linear patches) are built tiny here and join
@@ -26,10 +26,20 @@ import copy
 import inspect
 from typing import Any, Iterator
 
-from . import sweep
-from .generation import check_rows_against_reference, generate_cache_keyword, left_pad
-from .outcome import ProbeSkipped, earlier_stage
-from .sweep_families import IMAGE, IMAGE_TEXT, IMAGE_TEXT_KIND, _CLIP, _SIGLIP, _SPECIAL, ImageText, _mask, _text
+from ..generation import check_rows_against_reference, generate_cache_keyword, left_pad
+from ..outcome import ProbeSkipped, earlier_stage
+from . import core as sweep
+from .families import (
+    _CLIP,
+    _SIGLIP,
+    _SPECIAL,
+    IMAGE,
+    IMAGE_TEXT,
+    IMAGE_TEXT_KIND,
+    ImageText,
+    _mask,
+    _text,
+)
 
 LOUD_STD = 0.3
 
@@ -163,7 +173,7 @@ def _image(s: Any, seed: int) -> dict:
         return s.image(seed)
     import torch
 
-    from .precision import current
+    from ..precision import current
 
     gen = torch.Generator().manual_seed(1000 + seed)
     t, h, w = 1, 4, 8
@@ -193,7 +203,7 @@ def _generate(s: Any, kwargs: dict, **options: Any) -> Any:
     """Greedy generate() of ``kwargs`` (left-padded inputs), every step's logits with the placeholders masked."""
     import torch
 
-    from .sweep_families import _fresh
+    from .families import _fresh
 
     _fresh(s.model)
     options = dict(do_sample=False, return_dict_in_generate=True, output_logits=True, suppress_tokens=_SPECIAL,
@@ -210,7 +220,7 @@ def _returned_cache(out: Any) -> Any:
 
 
 def _check(s: Any, prompts: list[list[int]], images: list[dict], out: Any, width: int, what: str) -> dict:
-    from .generation import GenRun
+    from ..generation import GenRun
 
     run = GenRun(out.sequences, [_mask(logits.float()) for logits in out.logits], width)
     return check_rows_against_reference(
@@ -259,7 +269,7 @@ def prefix_reuse(s: Any, padded: bool, pixels: bool = True) -> dict:
     ``copy.deepcopy`` of it (transformers' docs' prefix caching)."""
     import torch
 
-    from ..helpers.decode import cache_from_outputs
+    from ...helpers.decode import cache_from_outputs
 
     prompts, images = _rows(s, _lengths(padded, 6, 3), seed=50)
     kwargs = _inputs(s, prompts, images)
@@ -283,8 +293,8 @@ def chunk_after_cache(s: Any, padded: bool) -> dict:
     every new token's logits as in the no-cache forward of the whole row."""
     import torch
 
-    from ..helpers.decode import cache_from_outputs
-    from .reference import assert_close
+    from ...helpers.decode import cache_from_outputs
+    from ..reference import assert_close
 
     prompts, images = _rows(s, _lengths(padded, 6, 3), seed=60)
     kwargs = _inputs(s, prompts, images)
@@ -317,7 +327,7 @@ def _positions(s: Any, kwargs: dict, last: int | None = None) -> dict:
     (``get_rope_index``). Gemma-4 takes token types too ("mm") but counts positions from the first column like
     any other forward: it gets them (without them its prompt cache holds column positions that generate()'s
     continuation does not continue: a wrong call, not a defect -- it was on file as one, 5.24.0, session 10)."""
-    from ..helpers.decode import positions_from_mask
+    from ...helpers.decode import positions_from_mask
 
     mask = kwargs["attention_mask"]
     derives = hasattr(getattr(s.model, "model", s.model), "get_rope_index")
@@ -328,7 +338,7 @@ def _positions(s: Any, kwargs: dict, last: int | None = None) -> dict:
 
 
 def _renamed(model: Any) -> bool:
-    from ..helpers.decode import renames_keyword
+    from ...helpers.decode import renames_keyword
 
     return renames_keyword(type(model).forward, "past_key_values")
 

@@ -16,7 +16,7 @@
   model's ``token_type_ids`` / grid sizes); scenarios: cached, uncached, a left-padded batch of two prompts with
   different images against each row alone, and a static cache where the model accepts one.
 
-A scenario a model refuses with a clear error is ``unsupported`` (``sweep._UNSUPPORTED``), not a finding.
+A scenario a model refuses with a clear error is ``unsupported`` (``core._UNSUPPORTED``), not a finding.
 """
 
 from __future__ import annotations
@@ -25,11 +25,12 @@ import dataclasses
 import inspect
 from typing import Any, Callable, Sequence
 
-from . import sliding_static, sweep
-from .generation import check_rows_against_reference, generate_steps, right_pad
-from .outcome import DefectObserved, ProbeSkipped
-from .precision import cast, tolerance
-from .tiny import calibrate, tiny_config
+from .. import sliding_static
+from ..generation import check_rows_against_reference, generate_steps, right_pad
+from ..outcome import DefectObserved, ProbeSkipped
+from ..precision import cast, tolerance
+from ..tiny import calibrate, tiny_config
+from . import core as sweep
 
 ENCODER_DECODER, IMAGE_TEXT_KIND = "encoder-decoder", "image-text"
 QUICK_PER_KIND = 4  # architectures of each of these kinds on ``doctor --sweep --quick``
@@ -486,7 +487,7 @@ class ImageTextSubject:
         """One image's inputs (a leading dimension of 1 image), drawn on the CPU from ``seed``."""
         import torch
 
-        from .precision import current
+        from ..precision import current
 
         gen = torch.Generator().manual_seed(1000 + seed)
         drawn = (self.spec.pixels or _image)(gen)
@@ -523,7 +524,7 @@ class ImageTextSubject:
         """Left-padded ``generate()`` inputs: ids, mask, every row's image in row order, token types."""
         import torch
 
-        from .generation import left_pad
+        from ..generation import left_pad
 
         ids, mask = left_pad(prompts, device=self.model.device)
         kwargs = dict(input_ids=ids, attention_mask=mask, **self.token_types(ids))
@@ -627,7 +628,3 @@ def image_static_cache(s: ImageTextSubject) -> dict:
 
 
 sweep.architecture_kind(IMAGE_TEXT_KIND, image_text_types, ImageTextSubject, QUICK_PER_KIND)
-
-# The image-text models built in their own module and the loud continuations of a cache (issue 36): imported once
-# this module is whole (it extends ``IMAGE_TEXT`` and uses the subject).
-from . import sweep_imagetext  # noqa: E402,F401

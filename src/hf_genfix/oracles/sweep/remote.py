@@ -25,9 +25,10 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator, Sequence
 
-from . import legacy_models, sweep
-from .generation import check_rows_against_reference, generate_steps, left_pad
-from .outcome import DefectObserved, ProbeSkipped
+from .. import legacy_models
+from ..generation import check_rows_against_reference, generate_steps, left_pad
+from ..outcome import DefectObserved, ProbeSkipped
+from . import core as sweep
 
 PREFIX = "remote-"
 

@@ -35,10 +35,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from .generation import left_pad, right_pad
-from .outcome import DefectObserved, ProbeSkipped
-from .precision import tolerance
-from .sweep import QUICK_FIRST, Subject, pick, scenario
+from ..generation import left_pad, right_pad
+from ..outcome import DefectObserved, ProbeSkipped
+from ..precision import tolerance
+from .core import QUICK_FIRST, Subject, pick, scenario
 
 ARCHS = ("llama", "gpt2", "mixtral", "mistral")
 QUICK_FIRST.append(ARCHS[0])  # a quick sweep's sample of architectures always has one of them
@@ -274,7 +274,7 @@ def _sequence_bias(s: Subject) -> dict:
 
 
 def _stop_strings(s: Subject) -> dict:
-    from .tokenizers import load_tokenizer
+    from ..tokenizers import load_tokenizer
 
     tok = load_tokenizer("gpt2")
     # The 3rd token the first row picks alone, as text: that row stops there, the others where they meet it.

@@ -26,11 +26,11 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from .generation import GenRun, check_rows_against_reference, generate_steps, left_pad
-from .outcome import DefectObserved, ProbeSkipped
-from .precision import tolerance
-from .reference import max_diff, reference_logits
-from .sweep import _UNSUPPORTED, Subject, _short, pick, scenario
+from ..generation import GenRun, check_rows_against_reference, generate_steps, left_pad
+from ..outcome import DefectObserved, ProbeSkipped
+from ..precision import tolerance
+from ..reference import max_diff, reference_logits
+from .core import _UNSUPPORTED, Subject, _short, pick, scenario
 
 # What the option sweep compares: name -> generate() options, on top of greedy, pad 0 and no eos unless set.
 # "eos" is replaced by the token the plain run gives first (so that without the option the run would stop at
@@ -250,7 +250,7 @@ def inputs_embeds_prefill_chunks(s: Subject) -> dict:
     chunk loop that reads the ids instead of ``E`` would look right: the offset makes it loud."""
     import torch
 
-    from .sweep import _chunking
+    from .core import _chunking
 
     _chunking()
     rows = s.rows(9, 5, seed=16)

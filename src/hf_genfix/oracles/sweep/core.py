@@ -1,7 +1,7 @@
 """``hf-genfix doctor --sweep``: the general oracles over every architecture of the installed release.
 
 Architectures come in kinds (``KINDS``): decoder-only here; encoder-decoder and image-text in
-``oracles.sweep_families``; the tiny remote-code repos in ``oracles.sweep_remote``. Each scenario belongs to one
+``oracles.sweep.families``; the tiny remote-code repos in ``oracles.sweep.remote``. Each scenario belongs to one
 kind (``scenario(..., kind=...)``) and runs on that kind's subjects only. What follows describes the decoder-only kind; the judging is the same for every kind.
 
 The catalog (patches/) only knows the defects somebody found. The sweep looks for the next ones: for each
@@ -45,13 +45,18 @@ import time
 import warnings
 from typing import Any, Callable, Iterable, Sequence
 
-from ..verdicts import Word
-from . import decode, differential, sliding
-from .generation import check_rows_against_reference, generate_steps, left_pad, right_pad
-from .outcome import DefectObserved, ProbeSkipped, earlier_stage, past_earlier_stages
-from .precision import cast, tolerance
-from .reference import reference_logits
-from .tiny import ROUNDING, calibrate, tiny_config
+from ...verdicts import Word
+from .. import decode, differential, sliding
+from ..generation import (
+    check_rows_against_reference,
+    generate_steps,
+    left_pad,
+    right_pad,
+)
+from ..outcome import DefectObserved, ProbeSkipped, earlier_stage, past_earlier_stages
+from ..precision import cast, tolerance
+from ..reference import reference_logits
+from ..tiny import ROUNDING, calibrate, tiny_config
 
 WINDOW = sliding.WINDOW
 MAX_PARAMS = 2_000_000
@@ -136,7 +141,7 @@ def kind_of(func: Scenario) -> str:
 
 # -- the architectures ------------------------------------------------------------------------------------------
 # Architecture kinds: name -> (the model types of this release it covers, the class that builds one as a subject,
-# how many built ones a quick sweep takes). Decoder-only is this module's; oracles.sweep_families adds
+# how many built ones a quick sweep takes). Decoder-only is this module's; oracles.sweep.families adds
 # encoder-decoder and image-text. A model type is swept as the last kind registered that lists it (a family's kind
 # is more specific than decoder-only, whose list also holds composite configs it cannot build).
 KINDS: dict[str, tuple[Callable[[], list[str]], Callable[[str], Any], int]] = {}
@@ -193,7 +198,7 @@ class Subject:
         the model keeps an attention KV cache (recurrent models keep a state that cannot be rewound)."""
         import torch
 
-        from ..helpers.decode import cache_from_outputs
+        from ...helpers.decode import cache_from_outputs
 
         (row,) = self.rows(8, seed=99)
         full = reference_logits(self.model, row)
@@ -263,7 +268,7 @@ class Subject:
         10-token chunk after a cached 3-token prefix, still cuts the chunk (4.x CTRL slices by the cache length)."""
         import torch
 
-        from ..helpers.decode import cache_from_outputs
+        from ...helpers.decode import cache_from_outputs
 
         own = self._own_prepare_inputs()
         if own is None or "cache_position" in inspect.signature(own).parameters:
@@ -477,7 +482,7 @@ def left_padded(s: Subject) -> dict:
         logits[:, 0] = _SUPPRESSED
 
     def reference(b: int, tokens: list[int]) -> Any:
-        from .reference import reference_logits
+        from ..reference import reference_logits
 
         ref = reference_logits(s.model, tokens).clone()
         ref[:, 0] = _SUPPRESSED
@@ -690,7 +695,7 @@ def _as_dict(obs: differential.Observation) -> dict[str, Any]:
 
 def _claims(registry: Any, name: str, model_type: str, version: str | None) -> list[Any]:
     """The manifests whose ``sweep`` key claims this scenario on this model type, on a release in their range."""
-    from .._registry import in_range
+    from ..._registry import in_range
 
     found = []
     for manifest in registry.manifests():
@@ -710,7 +715,7 @@ def explain(registry: Any, func: Scenario, subject: Subject, out: dict[str, Any]
     ``pair``: the differential run if one was made already. ``memo`` (one per scenario, updated in place): the
     patches that explained earlier failures, and how many full searches were made.
     """
-    from .._registry import INSTALLED, transformers_version
+    from ..._registry import INSTALLED, transformers_version
 
     statuses = {s.id: s for s in registry.status()}
     name = _name(func)
@@ -803,7 +808,7 @@ RECALL_TRIES = 2  # architectures per scenario and way of failing on which a pat
 def rounding_limit() -> float:
     """The rounding threshold: ``tiny.ROUNDING`` in float32/64 (the calibrated models' rounding, with a margin);
     in half precision the tolerance is itself the dtype's measured noise (docs/precision.md): no band between."""
-    from .precision import current
+    from ..precision import current
 
     return ROUNDING if current().dtype in ("float32", "float64") else tolerance()
 
@@ -856,7 +861,7 @@ class Recall:
 
     def installed(self) -> list[str]:
         """The known ones installed now (a patch is installed when its target module is first imported)."""
-        from .._registry import INSTALLED
+        from ..._registry import INSTALLED
 
         states = {s.id: s.state for s in self.registry.status()}
         return [pid for pid in self.known if states.get(pid) in INSTALLED]
@@ -870,7 +875,7 @@ class Recall:
 
     def can_act(self, pid: str, modules: set[str], tokenizer: bool = False) -> str:
         """Why the patch cannot change a call of this model ("" when it can); ``tokenizer``: the scenario calls a
-        tokenizer (``oracles.sweep_tokenizers``)."""
+        tokenizer (``oracles.sweep.tokenizers``)."""
         targets = self.targets.get(pid, [])
         remote = any(m.startswith("transformers_modules") for m in modules)  # trust_remote_code's module copies
         if self.families.get(pid) == "remote-code" and not remote:
@@ -939,7 +944,7 @@ class Recall:
                 f"upstream; {self.tried.get(pid, 0)} run(s) with it alone off)")
 
     def result(self, sweep: dict[str, Any]) -> dict[str, Any]:
-        from .._registry import transformers_version
+        from ..._registry import transformers_version
 
         return {"transformers": transformers_version(), "known": self.known,
                 "found": {pid: self.hits[pid] for pid in self.known if pid in self.hits},
@@ -962,14 +967,14 @@ def recall_lines(recall: dict[str, Any]) -> list[str]:
 
 def open_findings() -> list[dict[str, Any]]:
     """patches/open-findings.json's records (``hf_genfix.catalog.open_findings``)."""
-    from ..catalog import open_findings as records
+    from ...catalog import open_findings as records
 
     return records()
 
 
 def open_finding(scenario: str, model_type: str, version: str | None) -> dict[str, Any] | None:
     """The open-finding record that covers this scenario on this model type and release, if one does."""
-    from ..catalog import open_finding as record
+    from ...catalog import open_finding as record
 
     return record(scenario, model_type, version)
 
@@ -1140,7 +1145,7 @@ def _run_sweep(registry: Any, archs: Iterable[str] | None, scenarios: Iterable[s
     if differential_all and scenarios is None:
         _add_save_scenarios(registry, out, pairs, say)
     if differential_all:
-        from . import concurrency
+        from .. import concurrency
 
         # Threads and forks: once per process, not per architecture (a patched call in one thread, ordinary work
         # in another; a fork while another thread is inside activate() / forced()).
@@ -1164,7 +1169,7 @@ def _run_sweep(registry: Any, archs: Iterable[str] | None, scenarios: Iterable[s
 def _add_save_scenarios(registry: Any, out: dict[str, Any], pairs: list[str], say: Callable[[str], None]) -> None:
     """Save -> reload -> compare (``oracles.saving``: tokenizers, remote-code configurations and models, and their
     copies): counted with the generation scenarios; a folder hf_genfix saves otherwise is a ``worse`` finding."""
-    from . import saving
+    from .. import saving
 
     start = time.perf_counter()
     saved = saving.run_scenarios(registry)
@@ -1185,7 +1190,7 @@ def _rounding(registry: Any, func: Scenario, subject: Subject, pair: dict[str, A
     are upstream's, bitwise. None otherwise (the pair stays worse)."""
     from hf_genfix import catalog
 
-    from .._registry import INSTALLED
+    from ..._registry import INSTALLED
 
     u, o = pair["upstream"], pair["ours"]
     if u.outcome != differential.PASS or o.outcome != differential.PASS:
@@ -1295,19 +1300,3 @@ def render_text(sweep: dict[str, Any]) -> str:
 
 def stderr_progress(line: str) -> None:
     print(f"hf-genfix doctor --sweep {line}", file=sys.stderr, flush=True)
-
-
-# The other architecture kinds and their scenarios register themselves (after everything above exists).
-from . import sweep_families  # noqa: E402,F401
-from . import sweep_processors  # noqa: E402,F401 - registers the processor scenarios (batch vs each row alone)
-# Equivalences 2 and 3 of issue 26 (inputs_embeds, every cache implementation): their own module, same registry
-# (imported last: it uses this module's helpers).
-from . import sweep_equivalences  # noqa: E402,F401
-# A forward is a function of its inputs (issue 36: recall missed a forward writing into the caller's position_ids).
-from . import sweep_inputs  # noqa: E402,F401
-# Continuations of a cache (issue 36 §3: a second turn, a prefix cache reused, the model's own cache argument).
-from . import sweep_continuations  # noqa: E402,F401
-# The tiny remote-code repos as a kind of their own (issue 36: recall found no remote-code defect without them).
-from . import sweep_remote  # noqa: E402,F401
-# The local tokenizer repos as a kind (issue 36: recall found no tokenizer or collator defect without them).
-from . import sweep_tokenizers  # noqa: E402,F401
