@@ -59,7 +59,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from . import catalog
 from ._fork import reset_in_child
-from .verdicts import Word
+from .verdicts import DOCTOR_FAILING, Word
 
 SCHEMA = 1
 BUDGET_S = 15.0  # a quiet 2-core machine: 13 s measured on 5.24.0 with 74 patches (JSON ``budget_seconds``); information only
@@ -84,7 +84,7 @@ OPEN = Word.OPEN                      # outside the range, the probe's path is w
                                       # patches/open-findings.json (another defect, not patched yet)
 EXPOSED = Word.EXPOSED                # the user switched the patch off (or it is pending) and the defect is there
 UNCHECKED = Word.UNCHECKED            # no defect seen, patch not installed for a reason other than the range
-FAILING = (NOT_FIXED, CATALOG_WRONG, UNPROTECTED, PROBE_ERROR)
+FAILING = DOCTOR_FAILING
 # Verdicts the short report lists (besides the failing ones): the user switched a needed patch off, or the probe
 # and the range disagree. Fixed, not-needed and skipped patches are counted only (--verbose lists them).
 ATTENTION = (EXPOSED, NOT_REPRODUCED, UNCHECKED)

@@ -63,3 +63,7 @@ class Word(str, enum.Enum):
     UNUSABLE = "unusable"
     SUSPECT = "suspect"
     LOUD = "upstream-error"
+
+
+# The patch verdicts that make ``hf-genfix doctor`` exit 1 (doctor's own, and upgrade-check's reading of its report).
+DOCTOR_FAILING = (Word.NOT_FIXED, Word.CATALOG_WRONG, Word.UNPROTECTED, Word.PROBE_ERROR)

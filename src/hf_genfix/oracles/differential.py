@@ -182,13 +182,19 @@ NOISE = 1e-7  # float32 rounding in a tiny model's logits: a difference under it
 ROUNDING_LIMIT = 1e-5  # the most a documented not-bitwise patch may move a tiny model's logits
 
 
+def oracle_distances(ours: Observation, upstream: Observation) -> tuple[float, float] | None:
+    """(hf_genfix's, upstream's) max |logit| difference against the oracle, where both runs measured it."""
+    o, u = ours.figures.get("max_logit_diff"), upstream.figures.get("max_logit_diff")
+    if not isinstance(o, (int, float)) or not isinstance(u, (int, float)):
+        return None
+    return o, u
+
+
 def _closer(ours: Observation, upstream: Observation) -> bool:
     """Whether both runs measured their distance to the oracle and hf_genfix's is 10x smaller than upstream's
     (beyond float noise): upstream passes by the tolerance only."""
-    o, u = ours.figures.get("max_logit_diff"), upstream.figures.get("max_logit_diff")
-    if not isinstance(o, (int, float)) or not isinstance(u, (int, float)):
-        return False
-    return u > 10 * max(o, NOISE)
+    distances = oracle_distances(ours, upstream)
+    return distances is not None and distances[1] > 10 * max(distances[0], NOISE)
 
 
 def _error(obs: Observation) -> str | None:

@@ -1219,8 +1219,8 @@ def _rounding(registry: Any, func: Scenario, subject: Subject, pair: dict[str, A
 def _nearer(ours: Any, upstream: Any, moved: float) -> bool:
     """Whether both runs measured their distance to the oracle, hf_genfix's is the smaller, and the outputs moved
     no further than the two distances allow (the move is the difference between the two errors, nothing else)."""
-    o, u = ours.figures.get("max_logit_diff"), upstream.figures.get("max_logit_diff")
-    return isinstance(o, (int, float)) and isinstance(u, (int, float)) and o < u and moved <= u + o
+    distances = differential.oracle_distances(ours, upstream)
+    return distances is not None and distances[0] < distances[1] and moved <= sum(distances)
 
 
 def _unsupported_pair(pair: dict[str, Any]) -> str:
