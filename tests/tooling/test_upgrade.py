@@ -44,7 +44,7 @@ THERE = {"transformers": "5.24.0", "patches": [
 
 
 def test_each_patch_gets_what_changes_for_it():
-    rows = {r["id"]: r for r in upgrade.compare_patches(NOW, THERE, {"fixed-there": ("5.1.0",)})}
+    rows = {r["id"]: r for r in upgrade.judging.compare_patches(NOW, THERE, {"fixed-there": ("5.1.0",)})}
     assert {pid: r["change"] for pid, r in rows.items()} == {
         "still": "still present", "new-there": "applies there", "fixed-there": "upstream fixed there",
         "old-there": "not needed there", "grows": "range must grow", "broken": "broken there",
@@ -55,7 +55,7 @@ def test_each_patch_gets_what_changes_for_it():
 
 
 def test_a_fix_newer_than_the_candidate_is_not_called_upstream_fixed():
-    rows = {r["id"]: r for r in upgrade.compare_patches(NOW, THERE, {"fixed-there": ("5.30.0",)})}
+    rows = {r["id"]: r for r in upgrade.judging.compare_patches(NOW, THERE, {"fixed-there": ("5.30.0",)})}
     assert rows["fixed-there"]["change"] == "not needed there"
 
 
@@ -65,22 +65,22 @@ def _run(tokens, scores):
 
 def test_scenarios_are_identical_differ_or_fail():
     a = _run([[1, 2, 3, 4]], [[[0.0, 1.0]], [[0.5, 0.2]]])
-    assert upgrade.compare_scenario(a, json.loads(json.dumps(a)))["result"] == "identical"
+    assert upgrade.judging.compare_scenario(a, json.loads(json.dumps(a)))["result"] == "identical"
     b = _run([[1, 2, 3, 5]], [[[0.0, 1.0]], [[0.5, 0.7]]])
-    c = upgrade.compare_scenario(a, b)
+    c = upgrade.judging.compare_scenario(a, b)
     assert c["result"] == "differs" and c["first_step"] == 1 and c["max_logit_diff"] == pytest.approx(0.5)
-    same_tokens = upgrade.compare_scenario(a, _run([[1, 2, 3, 4]], [[[0.0, 1.0]], [[0.5, 0.21]]]))
+    same_tokens = upgrade.judging.compare_scenario(a, _run([[1, 2, 3, 4]], [[[0.0, 1.0]], [[0.5, 0.21]]]))
     assert same_tokens["result"] == "differs" and same_tokens["tokens_identical"]
-    assert upgrade.compare_scenario(a, _run([[1, 2, 3, 4]], [[[0.0, 1.0]], [[0.5, 0.20001]]]))["result"] == \
+    assert upgrade.judging.compare_scenario(a, _run([[1, 2, 3, 4]], [[[0.0, 1.0]], [[0.5, 0.20001]]]))["result"] == \
         "identical"  # below LOGIT_TOL: the same computation, reordered
     inf = _run([[1, 2, 3, 4]], [[[float("-inf"), 1.0]], [[0.5, 0.2]]])
-    assert upgrade.compare_scenario(inf, json.loads(json.dumps(inf)))["result"] == "identical"
-    shapes = upgrade.compare_scenario(a, _run([[1, 2, 3, 4]], [[[0.0, 1.0]]]))
+    assert upgrade.judging.compare_scenario(inf, json.loads(json.dumps(inf)))["result"] == "identical"
+    shapes = upgrade.judging.compare_scenario(a, _run([[1, 2, 3, 4]], [[[0.0, 1.0]]]))
     assert shapes["result"] == "differs" and shapes["max_logit_diff"] is None  # JSON has no infinity
-    assert "incomparable" in upgrade._describe(shapes)
-    fails = upgrade.compare_scenario(a, {"error": "ValueError: x"})
+    assert "incomparable" in upgrade.rendering._describe(shapes)
+    fails = upgrade.judging.compare_scenario(a, {"error": "ValueError: x"})
     assert fails == {"result": "fails", "side": "there", "error": "ValueError: x"}
-    assert upgrade.compare_scenario({"error": "e"}, {"error": "f"})["result"] == "fails on both"
+    assert upgrade.judging.compare_scenario({"error": "e"}, {"error": "f"})["result"] == "fails on both"
 
 
 def _model_runs(there_tokens, states_now, states_there):
@@ -98,11 +98,11 @@ def test_a_difference_is_explained_only_by_a_patch_of_its_family_whose_state_cha
                         "beam": _run([[1, 2, 4]], [[[0.0]]])},
                        {"right-padding": "applied", "drafting-x": "not-needed", "legacy-cache": "applied"},
                        {"right-padding": "not-needed", "drafting-x": "applied", "legacy-cache": "applied"})
-    rows = {r["scenario"]: r for r in upgrade.compare_models({"m": runs}, families)}
+    rows = {r["scenario"]: r for r in upgrade.judging.compare_models({"m": runs}, families)}
     assert rows["greedy-batch-right"]["explained_by"] == ["right-padding"]  # padding family, state changed
     assert rows["beam"]["explained_by"] == [] and rows["beam"]["unexplained"]  # drafting is not beam's family
     assert rows["greedy"]["with"]["result"] == "identical" and not rows["greedy"]["unexplained"]
-    summary = upgrade.summarize("5.24.0", "4.57.6", upgrade.compare_patches(NOW, NOW), list(rows.values()), None)
+    summary = upgrade.judging.summarize("5.24.0", "4.57.6", upgrade.judging.compare_patches(NOW, NOW), list(rows.values()), None)
     assert summary["identical"] == len(SCENARIOS) - 2 and summary["differ"] == 2 and summary["unexplained"] == 1
     assert summary["lines"][1] == f"  model m: {len(SCENARIOS) - 2} of {len(SCENARIOS)} scenarios identical with " \
                                   "hf_genfix, 2 differ (1 unexplained)"
@@ -117,10 +117,10 @@ def _tests(now, there, regs=()):
 
 
 def test_the_summary_comes_first_and_says_what_to_decide():
-    patches = upgrade.compare_patches(NOW, THERE)
+    patches = upgrade.judging.compare_patches(NOW, THERE)
     tests = _tests({"t.py::a": "passed", "t.py::b": "passed"}, {"t.py::a": "passed", "t.py::b": "failed"},
                    ["t.py::b"])
-    s = upgrade.summarize("5.24.0", "4.57.6", patches, None, tests, {"still": 12})
+    s = upgrade.judging.summarize("5.24.0", "4.57.6", patches, None, tests, {"still": 12})
     assert s["lines"][0] == "upgrade to 5.24.0 (from 4.57.6)"
     assert s["lines"][1:4] == ["  your tests: 1 regression (2 of 2 pass on 4.57.6; 2 run on 5.24.0)",
                                "    t.py::b: TypeError: x",
@@ -129,14 +129,14 @@ def test_the_summary_comes_first_and_says_what_to_decide():
                                     "2 need a decision: grows (range must grow), broken (broken there)")
     assert s["unsafe"] and s["patches_unexplained"] == ["grows", "broken"] and s["verdict"] == "unsafe"
     result = {"from": "4.57.6", "to": "5.24.0", "summary": s, "patches": patches, "models": None, "tests": tests}
-    text = upgrade.render(result)
+    text = upgrade.rendering.render(result)
     assert text.startswith("upgrade to 5.24.0") and "grows: range must grow [UNEXPLAINED]" in text
     assert "      E   TypeError: x" in text and "rerun there: cd /p && /env/bin/python -m hf_genfix run" in text
     assert "still: still present" in text  # the patch the tests go through
     assert "quiet" not in text and "new-there" not in text and "signature drift" not in text  # --verbose only
-    verbose = upgrade.render(result, verbose=True)
+    verbose = upgrade.rendering.render(result, verbose=True)
     assert "quiet: unchanged" in verbose and "signature drift" in verbose and "new-there: applies there" in verbose
-    calm = upgrade.summarize("5.24.0", "4.57.6", upgrade.compare_patches(NOW, NOW), [], None)
+    calm = upgrade.judging.summarize("5.24.0", "4.57.6", upgrade.judging.compare_patches(NOW, NOW), [], None)
     assert not calm["unsafe"] and calm["lines"][-1] == "verdict: nothing unexplained changed"
 
 
@@ -162,7 +162,7 @@ def test_the_cli_dispatches_upgrade_check(capsys):
 def test_the_environment_gets_torch_but_not_this_transformers(tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    linked = upgrade.link_distributions(upgrade.shared_distributions(), tmp_path)
+    linked = upgrade.environment.link_distributions(upgrade.environment.shared_distributions(), tmp_path)
     assert "torch" in linked and "transformers" not in linked and "hf_genfix" not in linked
     assert not any(name.startswith("transformers-") for name in linked)
     assert (tmp_path / "torch").resolve() == Path(__import__("torch").__file__).resolve().parent
@@ -229,7 +229,7 @@ def test_upgrade_check_of_a_real_release_agrees_with_running_it_by_hand(tmp_path
         by_hand = {}
         for label, python in (("now", sys.executable), ("there", str(env_python))):
             code = HAND if genfix == "off" else "import hf_genfix\n" + HAND
-            env = upgrade._quiet_env(python, {"HF_GENFIX": genfix})
+            env = upgrade.environment.quiet_env(python, {"HF_GENFIX": genfix})
             out = subprocess.run([python, "-c", code, str(ckpt), json.dumps(cases)], capture_output=True,
                                  text=True, env=env, timeout=600)
             assert out.returncode == 0, out.stderr[-2000:]
@@ -248,10 +248,10 @@ def test_hf_genfix_reaches_the_environment_as_it_is_installed_here(tmp_path, mon
     (wheel / "hf_genfix" / "_patches").mkdir(parents=True)
     (wheel / "hf_genfix" / "_patches" / "verified.json").write_text("{}")  # the catalog's data ships in a wheel
     (wheel / "hf_genfix_pytest").mkdir()
-    monkeypatch.setattr(upgrade, "_package_roots", lambda: (wheel / "hf_genfix", wheel / "hf_genfix_pytest"))
+    monkeypatch.setattr(upgrade.environment, "package_roots", lambda: (wheel / "hf_genfix", wheel / "hf_genfix_pytest"))
     links = tmp_path / "links-wheel"
     links.mkdir()
-    assert upgrade._link_hf_genfix(tmp_path, links) == []
+    assert upgrade.environment._link_hf_genfix(tmp_path, links) == []
     assert (links / "hf_genfix").resolve() == wheel / "hf_genfix"
     assert (links / "hf_genfix_pytest").resolve() == wheel / "hf_genfix_pytest"
     info = next(links.glob("hf_genfix-*.dist-info"))
@@ -259,10 +259,10 @@ def test_hf_genfix_reaches_the_environment_as_it_is_installed_here(tmp_path, mon
 
     source = tmp_path / "checkout" / "src"
     (source / "hf_genfix" / "_patches").mkdir(parents=True)  # in a checkout: the package that reads patches/
-    monkeypatch.setattr(upgrade, "_package_roots", lambda: (source / "hf_genfix", source / "hf_genfix_pytest"))
+    monkeypatch.setattr(upgrade.environment, "package_roots", lambda: (source / "hf_genfix", source / "hf_genfix_pytest"))
     links = tmp_path / "links-source"
     links.mkdir()
-    assert upgrade._link_hf_genfix(tmp_path, links) == [str(source)]
+    assert upgrade.environment._link_hf_genfix(tmp_path, links) == [str(source)]
     assert not (links / "hf_genfix").exists()
 
 
@@ -274,9 +274,9 @@ def test_patches_called_in_the_scenario_are_preferred_and_failing_now_only_is_no
     runs["now-on"]["scenarios"]["greedy-batch-right"] = dict(runs["now-on"]["scenarios"]["greedy-batch-right"],
                                                              patches_seen=["right-padding"])
     runs["now-on"]["scenarios"]["save-reload"] = {"error": "OSError: x"}
-    rows = {r["scenario"]: r for r in upgrade.compare_models({"m": runs}, families)}
+    rows = {r["scenario"]: r for r in upgrade.judging.compare_models({"m": runs}, families)}
     assert rows["greedy-batch-right"]["explained_by"] == ["right-padding"]
     assert rows["save-reload"]["with"]["side"] == "now" and not rows["save-reload"]["unexplained"]
-    summary = upgrade.summarize("5.24.0", "4.57.6", [], list(rows.values()), None)
+    summary = upgrade.judging.summarize("5.24.0", "4.57.6", [], list(rows.values()), None)
     assert "1 differ (all explained by patches whose state changes), 1 fail now and work there" in \
         summary["lines"][1] and not summary["unsafe"] and not summary["no_evidence"]

@@ -26,8 +26,9 @@ def no_work(monkeypatch):
     def fail(*a, **k):
         raise AssertionError("work started before the arguments were checked")
 
-    for name in ("build_env", "run_doctor", "check_on_index", "run_scenarios", "run_pytest"):
-        monkeypatch.setattr(upgrade, name, fail)
+    for part, name in (("environment", "build_env"), ("running", "run_doctor"), ("arguments", "check_on_index"),
+                       ("running", "run_scenarios"), ("running", "run_pytest")):
+        monkeypatch.setattr(getattr(upgrade, part), name, fail)
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -67,21 +68,21 @@ def _pip(stdout="", stderr="", rc=0):
 def test_a_release_not_on_the_index_is_one_line_not_the_list(monkeypatch):
     listing = "transformers (5.24.0)\nAvailable versions: " + ", ".join(f"5.{i}.0" for i in range(24, -1, -1))
     monkeypatch.setattr(_child, "run", _pip(listing))
-    upgrade.check_on_index("5.24.0")
-    upgrade.check_on_index("5.3")  # 5.3 == 5.3.0
+    upgrade.arguments.check_on_index("5.24.0")
+    upgrade.arguments.check_on_index("5.3")  # 5.3 == 5.3.0
     with pytest.raises(upgrade.UsageError) as exc:
-        upgrade.check_on_index("9.9.9")
+        upgrade.arguments.check_on_index("9.9.9")
     assert str(exc.value) == "transformers 9.9.9 is not on the package index (the newest there is 5.24.0)"
     monkeypatch.setattr(_child, "run", _pip(stderr="WARNING: retrying\nERROR: Could not reach the index (x)\n",
                                             rc=1))
     with pytest.raises(upgrade.UsageError, match=r"^cannot look transformers 5.24.0 up on the package index: "
                                                  r"ERROR: Could not reach the index \(x\)$"):
-        upgrade.check_on_index("5.24.0")
+        upgrade.arguments.check_on_index("5.24.0")
 
 
 def test_the_index_is_asked_only_when_the_environment_must_be_built(tmp_path, monkeypatch):
     asked = []
-    monkeypatch.setattr(upgrade, "check_on_index", lambda v: asked.append(v))
+    monkeypatch.setattr(upgrade.arguments, "check_on_index", lambda v: asked.append(v))
 
     class Stop(Exception):
         pass
@@ -89,11 +90,11 @@ def test_the_index_is_asked_only_when_the_environment_must_be_built(tmp_path, mo
     def stop(*a, **k):
         raise Stop
 
-    monkeypatch.setattr(upgrade, "build_env", stop)
+    monkeypatch.setattr(upgrade.environment, "build_env", stop)
     with pytest.raises(Stop):
         upgrade.check("5.24.0", cache=tmp_path, say=lambda _: None)
     assert asked == ["5.24.0"]  # no environment yet: one look-up, before the build
-    env = upgrade.env_path("5.24.0", tmp_path)
+    env = upgrade.environment.env_path("5.24.0", tmp_path)
     _fake_env(env)
     with pytest.raises(Stop):
         upgrade.check("5.24.0", cache=tmp_path, say=lambda _: None)
@@ -102,12 +103,12 @@ def test_the_index_is_asked_only_when_the_environment_must_be_built(tmp_path, mo
 
 def test_a_real_look_up_of_a_release_that_does_not_exist():
     try:
-        upgrade.check_on_index("5.24.0")
+        upgrade.arguments.check_on_index("5.24.0")
     except upgrade.UsageError as exc:
         pytest.skip(f"no index here: {exc}")
     with pytest.raises(upgrade.UsageError, match=r"^transformers 9\.9\.9 is not on the package index \(the newest "
                                                  r"there is [0-9.]+\)$"):
-        upgrade.check_on_index("9.9.9")
+        upgrade.arguments.check_on_index("9.9.9")
 
 
 # -- the cache ------------------------------------------------------------------------------------------------------
@@ -133,11 +134,11 @@ def test_a_broken_cached_report_is_run_again_and_replaced_atomically(content, tm
 
     monkeypatch.setattr(_child, "run", doctor)
     said = []
-    assert upgrade.run_doctor(sys.executable, tmp_path / "out.json", cache=cache, say=said.append) == _report()
+    assert upgrade.running.run_doctor(sys.executable, tmp_path / "out.json", cache=cache, say=said.append) == _report()
     assert len(calls) == 1 and "does not parse or is incomplete" in said[0]
     assert json.loads(cache.read_text()) == _report()
     assert [p.name for p in cache.parent.iterdir()] == ["key.json"]  # no temporary file left
-    assert upgrade.run_doctor(sys.executable, tmp_path / "out2.json", cache=cache) == _report()
+    assert upgrade.running.run_doctor(sys.executable, tmp_path / "out2.json", cache=cache) == _report()
     assert len(calls) == 1  # now valid: reused
 
 
@@ -148,16 +149,16 @@ def test_a_doctor_that_writes_no_usable_report_is_one_line_and_caches_nothing(tm
 
     monkeypatch.setattr(_child, "run", doctor)
     with pytest.raises(upgrade.EnvError, match="doctor wrote no usable report.*RuntimeError: boom"):
-        upgrade.run_doctor(sys.executable, tmp_path / "out.json", cache=tmp_path / "c.json")
+        upgrade.running.run_doctor(sys.executable, tmp_path / "out.json", cache=tmp_path / "c.json")
     assert not (tmp_path / "c.json").exists()
 
 
 def test_write_atomic_leaves_the_old_file_when_writing_fails(tmp_path, monkeypatch):
     target = tmp_path / "r.json"
-    upgrade.write_atomic(target, "old")
+    upgrade.cache.write_atomic(target, "old")
     monkeypatch.setattr(os, "replace", lambda *a: (_ for _ in ()).throw(OSError("disk full")))
     with pytest.raises(OSError):
-        upgrade.write_atomic(target, "new")
+        upgrade.cache.write_atomic(target, "new")
     assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["r.json"]
 
 
@@ -171,7 +172,7 @@ def test_a_broken_cached_scenario_result_is_run_again(tmp_path, monkeypatch):
         return subprocess.CompletedProcess(cmd, 0, "", "")
 
     monkeypatch.setattr(_child, "run", runner)
-    out = upgrade.run_scenarios(sys.executable, str(tmp_path), tmp_path / "o.json", True, False, cache,
+    out = upgrade.running.run_scenarios(sys.executable, str(tmp_path), tmp_path / "o.json", True, False, cache,
                                 say=lambda _: None)
     assert out == good and json.loads(cache.read_text()) == good
 
@@ -182,10 +183,10 @@ def test_a_failed_build_leaves_no_environment_and_no_lock(tmp_path, monkeypatch)
             raise upgrade.EnvError("pip install transformers==5.24.0 failed (1): ERROR: No matching distribution")
         return subprocess.run(cmd, capture_output=True, cwd=_child.private_cwd(), check=True)
 
-    monkeypatch.setattr(upgrade, "_call", pip_fails)
-    monkeypatch.setattr(upgrade.shutil, "which", lambda name: None)  # venv + pip, not uv
+    monkeypatch.setattr(upgrade.environment, "_call", pip_fails)
+    monkeypatch.setattr(upgrade.environment.shutil, "which", lambda name: None)  # venv + pip, not uv
     with pytest.raises(upgrade.EnvError):
-        upgrade.build_env("5.24.0", tmp_path, say=lambda _: None)
+        upgrade.environment.build_env("5.24.0", tmp_path, say=lambda _: None)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -199,16 +200,16 @@ def test_stale_locks_are_swept_and_held_or_complete_ones_kept(tmp_path):
     held = tmp_path / "5.23.0-torch2-py3.11-abc.lock"
     with open(held, "a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)  # a build running now
-        assert upgrade.sweep_locks(tmp_path) == ["9.9.9-torch2-py3.11-abc.lock"]
+        assert upgrade.cache.sweep_locks(tmp_path) == ["9.9.9-torch2-py3.11-abc.lock"]
     assert sorted(p.name for p in tmp_path.glob("*.lock")) == [held.name, f"{done.name}.lock"]
 
 
 def test_a_truncated_environment_marker_means_rebuild(tmp_path):
     env = tmp_path / "env"
     _fake_env(env)
-    assert upgrade.env_ready(env)
-    (env / upgrade.MARKER).write_text('{"torch": "2.13')
-    assert not upgrade.env_ready(env)
+    assert upgrade.environment.env_ready(env)
+    (env / upgrade.cache.MARKER).write_text('{"torch": "2.13')
+    assert not upgrade.environment.env_ready(env)
 
 
 # -- no false green ----------------------------------------------------------------------------------------------------
@@ -218,30 +219,30 @@ def _rows(result):
     if result == "ran":
         good = {n: {"tokens": [[1, 2]], "scores": [[[0.0]]]} for n in SCENARIOS}
         runs = {k: {"scenarios": good, "patches": {}} for k in runs}
-    return upgrade.compare_models({"./m": runs}, {})
+    return upgrade.judging.compare_models({"./m": runs}, {})
 
 
 def test_a_model_that_runs_on_neither_release_is_no_evidence_and_never_a_pass():
-    s = upgrade.summarize("5.24.0", "4.57.6", [], _rows("fails"), None)
+    s = upgrade.judging.summarize("5.24.0", "4.57.6", [], _rows("fails"), None)
     assert not s["unsafe"] and s["verdict"] == "no evidence"
     assert s["no_evidence"] == ["no scenario of ./m ran on either release"]
     assert s["lines"][1].startswith("  model ./m: no scenario ran on either release (OSError: no file")
     assert s["lines"][-1] == ("verdict: not shown safe: no scenario of ./m ran on either release "
                               "(nothing was compared)")
-    assert upgrade.summarize("5.24.0", "4.57.6", [], _rows("ran"), None)["verdict"] == "pass"
+    assert upgrade.judging.summarize("5.24.0", "4.57.6", [], _rows("ran"), None)["verdict"] == "pass"
 
 
 def test_a_candidate_where_pytest_runs_nothing_says_why_for_each_missing_test():
     there = {"outcomes": {}, "lines": {}, "collect_errors": {}, "exit": 4,
              "output_tail": ["ERROR: usage: python -m pytest", "error: unrecognized arguments: --foo"]}
-    [reg] = upgrade.explain_regressions(["t.py::a"], there, "/env/bin/python")
+    [reg] = upgrade.judging.explain_regressions(["t.py::a"], there, "/env/bin/python")
     assert reg["there"] == "missing" and reg["lines"][0] == "(pytest ran no test there, exit 4)"
     assert "unrecognized arguments: --foo" in reg["lines"][-1]
 
 
 def test_no_test_run_is_no_evidence():
     tests = {"now": {}, "there": {}, "regressions": [], "exit_now": 4, "output_now": ["ERROR: file not found: tst"]}
-    s = upgrade.summarize("5.24.0", "4.57.6", [], None, tests)
+    s = upgrade.judging.summarize("5.24.0", "4.57.6", [], None, tests)
     assert s["verdict"] == "no evidence" and "pytest ran no test on 4.57.6 (exit 4: ERROR: file not found" in \
         s["lines"][1]
 
@@ -252,7 +253,7 @@ def test_the_exit_status_is_1_without_evidence(tmp_path, monkeypatch, capsys):
     (model / "config.json").write_text("{}")
     monkeypatch.setattr(upgrade, "check", lambda *a, **k: {
         "from": "4.57.6", "to": "5.24.0", "patches": [], "models": _rows("fails"), "tests": None,
-        "summary": upgrade.summarize("5.24.0", "4.57.6", [], _rows("fails"), None)})
+        "summary": upgrade.judging.summarize("5.24.0", "4.57.6", [], _rows("fails"), None)})
     assert upgrade.main(["5.24.0", "--model", str(model), "--cache-dir", str(tmp_path / "c")]) == 1
     assert "verdict: not shown safe" in capsys.readouterr().out
 
@@ -289,13 +290,13 @@ def test_a_failing_test_has_its_lines_a_pasteable_id_and_a_rerun_command(tmp_pat
         """))
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     monkeypatch.chdir(tmp_path / "tests")  # run from a subfolder: ids relative to it, not to the rootdir
-    out = upgrade.run_pytest(sys.executable, ["sub"], tmp_path / "r.json")
+    out = upgrade.running.run_pytest(sys.executable, ["sub"], tmp_path / "r.json")
     tid = "sub/test_cache.py::TestCache::test_legacy_index[1]"
     assert out["outcomes"] == {tid: "failed", "sub/test_cache.py::test_ok": "passed",
                                "sub/test_cache.py::test_setup_error": "error", "sub/test_cache.py::test_skip": "skipped",
                                "sub/test_cache.py::test_xfail": "skipped"}
     assert "E       RuntimeError: fixture broke" in out["lines"]["sub/test_cache.py::test_setup_error"]
-    [reg] = upgrade.explain_regressions([tid], out, sys.executable)
+    [reg] = upgrade.judging.explain_regressions([tid], out, sys.executable)
     assert reg["error"] == "TypeError: 'DynamicCache' object is not subscriptable"
     assert "sub/test_cache.py:7" in reg["lines"]
     assert reg["rerun"].startswith(f"cd {tmp_path / 'tests'} && ") and reg["rerun"].endswith(f"'{tid}'")
@@ -307,8 +308,8 @@ def test_a_failing_test_has_its_lines_a_pasteable_id_and_a_rerun_command(tmp_pat
 def test_a_module_that_no_longer_imports_explains_its_missing_tests(tmp_path, monkeypatch):
     (tmp_path / "test_imp.py").write_text("from transformers import NoSuchThingAnywhere\n\ndef test_a():\n    pass\n")
     monkeypatch.chdir(tmp_path)
-    out = upgrade.run_pytest(sys.executable, ["test_imp.py"], tmp_path / "r.json")
-    [reg] = upgrade.explain_regressions(["test_imp.py::test_a"], out, sys.executable)
+    out = upgrade.running.run_pytest(sys.executable, ["test_imp.py"], tmp_path / "r.json")
+    [reg] = upgrade.judging.explain_regressions(["test_imp.py::test_a"], out, sys.executable)
     assert reg["there"] == "missing" and "NoSuchThingAnywhere" in " ".join(reg["lines"])
 
 
@@ -343,23 +344,23 @@ def test_editable_and_local_installs_are_your_packages(tmp_path, monkeypatch):
     _dist(site, "fromindex", ["fromindex/__init__.py"], {"url": "https://example.org/x.whl",
                                                          "archive_info": {}})
     monkeypatch.syspath_prepend(str(site))
-    mine = dict(upgrade.user_distributions())
+    mine = dict(upgrade.environment.user_distributions())
     assert {k: mine[k] for k in ("mine", "finderpkg", "locallib")} == {"mine": True, "finderpkg": True,
                                                                        "locallib": False}
     assert "fromindex" not in mine and "transformers" not in mine and "hf-genfix" not in mine
-    assert upgrade.editable_path_lines("mine") == [str(src)]
+    assert upgrade.environment.editable_path_lines("mine") == [str(src)]
 
     # A real interpreter of a fresh venv imports all three through what link_user_packages writes.
     env = tmp_path / "env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True, cwd=_child.private_cwd())
-    python = upgrade.env_python(env)
-    monkeypatch.setattr(upgrade, "user_distributions", lambda: [("mine", True), ("finderpkg", True),
+    python = upgrade.environment.env_python(env)
+    monkeypatch.setattr(upgrade.environment, "user_distributions", lambda: [("mine", True), ("finderpkg", True),
                                                                 ("locallib", False)])
-    assert upgrade.link_user_packages(python, say=lambda _: None) == ["mine (editable)", "finderpkg (editable)",
+    assert upgrade.environment.link_user_packages(python, say=lambda _: None) == ["mine (editable)", "finderpkg (editable)",
                                                                       "locallib"]
     out = subprocess.run(_child.argv(str(python), "-c", "import mine, finderpkg, locallib; "
                                      "print(mine.WHO, finderpkg.WHO, locallib.WHO)"),
-                         capture_output=True, text=True, cwd=_child.private_cwd(), env=upgrade._quiet_env(str(python)))
+                         capture_output=True, text=True, cwd=_child.private_cwd(), env=upgrade.environment.quiet_env(str(python)))
     assert out.stdout.split() == ["mine", "finder", "local"], out.stderr
 
 
@@ -370,10 +371,10 @@ def test_pythonpath_reaches_the_candidate_absolute_without_a_transformers(tmp_pa
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["src", str(other)]))
     candidate = str(tmp_path / "env" / "bin" / "python")
-    assert upgrade._quiet_env(candidate, user_path=True)["PYTHONPATH"] == str(tmp_path / "src")
-    assert "PYTHONPATH" not in upgrade._quiet_env(candidate)  # doctor: hf_genfix and transformers only
-    assert upgrade._quiet_env(sys.executable)["PYTHONPATH"] == os.pathsep.join([str(tmp_path / "src"), str(other)])
-    assert "PYTHONPATH=" + str(tmp_path / "src") in upgrade.rerun_command(candidate, "t.py::a")
+    assert upgrade.environment.quiet_env(candidate, user_path=True)["PYTHONPATH"] == str(tmp_path / "src")
+    assert "PYTHONPATH" not in upgrade.environment.quiet_env(candidate)  # doctor: hf_genfix and transformers only
+    assert upgrade.environment.quiet_env(sys.executable)["PYTHONPATH"] == os.pathsep.join([str(tmp_path / "src"), str(other)])
+    assert "PYTHONPATH=" + str(tmp_path / "src") in upgrade.running.rerun_command(candidate, "t.py::a")
 
 
 # -- a fake candidate environment, for the end-to-end checks ---------------------------------------------------------------
@@ -384,15 +385,15 @@ def _fake_env(env: Path, real: bool = False) -> Path:
     if real:
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True,
                        cwd=_child.private_cwd())
-        site = Path(subprocess.run([str(upgrade.env_python(env)), "-c", "import sysconfig; "
+        site = Path(subprocess.run([str(upgrade.environment.env_python(env)), "-c", "import sysconfig; "
                                     "print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True,
                                    cwd=_child.private_cwd()).stdout.strip())
         (site / "this_interpreter.pth").write_text("\n".join(p for p in sys.path if p and os.path.isdir(p)) + "\n")
     else:
-        python = upgrade.env_python(env)
+        python = upgrade.environment.env_python(env)
         python.parent.mkdir(parents=True, exist_ok=True)
         python.write_text("")
-    (env / upgrade.MARKER).write_text(json.dumps({"torch": "2.13.0", "transformers": "5.24.0"}))
+    (env / upgrade.cache.MARKER).write_text(json.dumps({"torch": "2.13.0", "transformers": "5.24.0"}))
     return env
 
 
@@ -422,7 +423,7 @@ def test_nothing_planted_in_the_folder_runs(tmp_path):
         (hostile / "ckpt" / f"{name}.py").write_text(f"open({str(marker)!r}, 'a').write('ckpt/{name}\\n')\n")
     cache = tmp_path / "cache"
     version = transformers.__version__
-    _fake_env(upgrade.env_path(version, cache), real=True)
+    _fake_env(upgrade.environment.env_path(version, cache), real=True)
     hf_genfix_script = Path(sys.executable).parent / "hf-genfix"
     cmd = [str(hf_genfix_script), "upgrade-check", version, "--model", "ckpt", "--cache-dir", str(cache),
            "--json", "--", "pytest", "tests"]
@@ -473,12 +474,12 @@ def test_the_scenarios_go_through_the_folders_tokenizer(tmp_path):
         config.update(padding_side="right")
         (ckpt / "tokenizer_config.json").write_text(json.dumps(config))
         padded_right = upgrade_scenarios.run(str(ckpt))
-    facts = upgrade.tokenizer_facts({"now-on": padded_left, "there-on": padded_right, "now-off": padded_left,
+    facts = upgrade.judging.tokenizer_facts({"now-on": padded_left, "there-on": padded_right, "now-off": padded_left,
                                      "there-off": padded_right})
     assert facts["changed"] == {"padding_side": ["left", "right"], "upstream padding_side": ["left", "right"]}
     assert "CHANGED: padding_side 'left' -> 'right'" in facts["summary"]
-    c = upgrade.compare_scenario(padded_left["scenarios"]["tokenizer-batch"],
+    c = upgrade.judging.compare_scenario(padded_left["scenarios"]["tokenizer-batch"],
                                  padded_right["scenarios"]["tokenizer-batch"])
     assert c["result"] == "differs" and c["first_step"] == 0
-    assert upgrade.compare_scenario(padded_left["scenarios"]["greedy"],
+    assert upgrade.judging.compare_scenario(padded_left["scenarios"]["greedy"],
                                     padded_right["scenarios"]["greedy"])["result"] == "identical"
