@@ -15,17 +15,17 @@ import sys
 
 import transformers
 from _show import verdict
+from hf_genfix import catalog
 from hf_genfix.doctor import import_targets
-# The catalog's own data and loader (internal names: this example reads the manifests the way `hf-genfix doctor`
-# does; a program of yours never needs them).
+# The range check of the registry (an internal name: this example picks a patch the way `hf-genfix doctor` reads
+# the manifests; a program of yours never needs it).
 from hf_genfix._registry import in_range
-from hf_genfix.doctor import _load
 
 import_targets()  # import what every patch wraps, so that each one covering this release is installed
-manifests = {m.id: m for m in hf_genfix._default().manifests()}
+manifests = {m.id: m for m in catalog.manifests()}
 covering = sorted(pid for pid, m in manifests.items() if in_range(m.affected, transformers.__version__))
 fixed_later = [pid for pid in covering if "<" in manifests[pid].affected and manifests[pid].family != "padding"]
 pid = sys.argv[1] if len(sys.argv) > 1 else (fixed_later or ["model-rwkv-batch"])[0]
 manifest = manifests[pid]
 print(f"transformers {transformers.__version__}, patch {pid} ({manifest.affected}): {manifest.summary}")
-sys.exit(verdict(f"{pid}: the probe sees no defect", _load(manifest.probe)))
+sys.exit(verdict(f"{pid}: the probe sees no defect", catalog.probe(manifest)))
