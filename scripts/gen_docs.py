@@ -150,7 +150,7 @@ def _verdicts() -> list[str]:
     each means."""
     from hf_genfix.verdicts import Word
 
-    source = (SRC / "hf_genfix" / "doctor.py").read_text(encoding="utf-8")
+    source = (SRC / "hf_genfix" / "doctor" / "report.py").read_text(encoding="utf-8")
     found: list[list[str]] = []
     continuing = False
     for line in source.splitlines():

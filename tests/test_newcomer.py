@@ -197,7 +197,7 @@ def test_api_reference_verdicts_are_whole_sentences():
     verdicts = [ln for ln in section.splitlines() if ln.startswith("- `")]
     assert len(verdicts) >= 9
     for line in verdicts:
-        # A comment from elsewhere in doctor.py glued on reads "... the range What a fresh interpreter ...".
+        # A comment from elsewhere in doctor/report.py glued on reads "... the range What a fresh interpreter ...".
         assert not re.search(r"[a-z] [A-Z][a-z]+ ", line), line
 
 

@@ -177,7 +177,7 @@ def test_a_plain_program_that_could_not_run_leaves_the_verdict_and_says_so(make_
 
 
 def test_time_over_the_budget_is_reported_never_judged(make_registry, capsys, monkeypatch):
-    monkeypatch.setattr(doctor, "BUDGET_S", 0.0)
+    monkeypatch.setattr(doctor.run, "BUDGET_S", 0.0)
     code = doctor.main([], registry=make_registry("fixed-here"))
     last = capsys.readouterr().out.splitlines()[-1]
     assert code == 0 and last.startswith("OK: 1 patches checked in ")

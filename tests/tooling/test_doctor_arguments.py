@@ -29,8 +29,9 @@ def no_work(monkeypatch):
     def work(*args, **kwargs):
         raise AssertionError("doctor started working before rejecting its arguments")
 
-    for name in ("diagnose", "import_targets", "run_probe", "check_patch", "_main"):
-        monkeypatch.setattr(doctor, name, work)
+    for part, name in ((doctor.run, "diagnose"), (doctor.run, "import_targets"), (doctor.probing, "run_probe"),
+                       (doctor.judging, "check_patch"), (doctor, "_main")):
+        monkeypatch.setattr(part, name, work)
     from hf_genfix.oracles import user_programs
 
     monkeypatch.setattr(user_programs, "PlainRun", work)
