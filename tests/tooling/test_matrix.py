@@ -41,7 +41,7 @@ def results(tmp_path):
 
 def run_report(results_dir: Path, tmp_path: Path, expected=RELEASES) -> tuple[int, str, dict]:
     md, data = tmp_path / "compat-matrix.md", tmp_path / "compat-matrix.json"
-    code = matrix.report(results_dir, md, data, expected=expected, patches_dir=FIXTURES / "patches",
+    code = matrix.rendering.report(results_dir, md, data, expected=expected, patches_dir=FIXTURES / "patches",
                          versions_published=RELEASES)
     return code, md.read_text(), json.loads(data.read_text())
 
@@ -108,9 +108,9 @@ def test_a_missing_release_fails_the_report(results, tmp_path, capsys):
 
 
 def test_upgrade_changes_name_what_moved():
-    load = lambda v: matrix.digest(json.loads((FIXTURES / "results" / f"tf-{v}.json").read_text()))  # noqa: E731
+    load = lambda v: matrix.judging.digest(json.loads((FIXTURES / "results" / f"tf-{v}.json").read_text()))  # noqa: E731
     old, new = load("5.12.0"), load("5.14.0")
-    found = matrix.changes(old, new)
+    found = matrix.judging.changes(old, new)
     assert "fake-window: stops applying (applied on 5.12.0 -> not-needed on 5.14.0)" in found
     assert "fake-window: the defect no longer reproduces on 5.14.0 (fixed upstream?)" in found
     assert any(line.startswith("fake-window: target drifted: transformers.cache_utils:DynamicSlidingWindowLayer"
@@ -123,32 +123,32 @@ def test_upgrade_changes_name_what_moved():
     regressed["patches"]["fake-window"]["without"] = "defect"
     regressed["patches"]["fake-window"]["targets"] = {"transformers.cache_utils:DynamicSlidingWindowLayer.crop": None}
     regressed["sweep_unknown"] = ["mistral / assisted"]
-    found = matrix.changes(old, regressed)
+    found = matrix.judging.changes(old, regressed)
     assert any(line.startswith("fake-pad: REGRESSION") for line in found)
     assert "sweep: unknown defect on 5.14.0: mistral / assisted" in found
     assert any("is gone on 5.14.0" in line for line in found)
-    assert matrix.changes(old, old) == []
+    assert matrix.judging.changes(old, old) == []
 
 
 def test_release_list_is_derived_from_the_manifests():
     """tox.ini's env_list is both sides of every boundary of every manifest's range (sync --check fails otherwise)."""
-    releases = matrix.releases()
-    assert releases == matrix.wanted_releases(), "run: python scripts/matrix.py sync"
-    assert matrix.sync(check_only=True) == 0
-    assert releases[0] == matrix.matrix_settings()["oldest_supported"] and releases[-1] == matrix.published()[-1]
-    assert releases == sorted(releases, key=matrix.release_key) and len(releases) == len(set(releases))
-    supported = [v for v in matrix.published() if matrix.release_key(v) >= matrix.release_key(releases[0])]
-    for m in matrix._manifests():
-        for before, after in matrix.boundary_pairs(m.affected, supported):
+    releases = matrix.release_list.releases()
+    assert releases == matrix.release_list.wanted_releases(), "run: python scripts/matrix.py sync"
+    assert matrix.release_list.sync(check_only=True) == 0
+    assert releases[0] == matrix.release_list.matrix_settings()["oldest_supported"] and releases[-1] == matrix.release_list.published()[-1]
+    assert releases == sorted(releases, key=matrix.release_list.release_key) and len(releases) == len(set(releases))
+    supported = [v for v in matrix.release_list.published() if matrix.release_list.release_key(v) >= matrix.release_list.release_key(releases[0])]
+    for m in matrix.release_list.catalog_manifests():
+        for before, after in matrix.release_list.boundary_pairs(m.affected, supported):
             assert before in releases and after in releases, (m.id, before, after)
-    assert matrix.expand("tf-{1.0, 2.0}") == ["tf-1.0", "tf-2.0"]
-    suite = matrix.suite_releases()
+    assert matrix.release_list.expand("tf-{1.0, 2.0}") == ["tf-1.0", "tf-2.0"]
+    suite = matrix.release_list.suite_releases()
     assert suite[0] == releases[0] and suite[-1] == releases[-1] and set(suite) <= set(releases)
-    oldest, middle, newest = matrix.ci_envs()
+    oldest, middle, newest = matrix.release_list.ci_envs()
     assert (oldest, newest) == ("tf-" + suite[0], "tf-" + suite[-1]) and middle in ["tf-" + r for r in suite]
-    assert matrix.requirement("tf-5.12.0") == "transformers==5.12.0"
-    assert matrix.requirement("5.25.0rc1") == "transformers==5.25.0rc1"
-    assert matrix.requirement("./transformers-main.whl") == "./transformers-main.whl"
+    assert matrix.running.requirement("tf-5.12.0") == "transformers==5.12.0"
+    assert matrix.running.requirement("5.25.0rc1") == "transformers==5.25.0rc1"
+    assert matrix.running.requirement("./transformers-main.whl") == "./transformers-main.whl"
 
 
 @pytest.mark.parametrize("spec, pairs", [
@@ -162,7 +162,7 @@ def test_release_list_is_derived_from_the_manifests():
 def test_boundaries_take_the_release_on_each_side(spec, pairs):
     published = ["4.55.4", "4.56.0", "4.56.2", "4.57.1", "4.57.6", "5.0.0", "5.1.0", "5.11.0", "5.12.0", "5.13.1",
                  "5.14.0", "5.14.1", "5.15.0", "5.15.1", "5.16.0"]
-    assert matrix.boundary_pairs(spec, published) == pairs
+    assert matrix.release_list.boundary_pairs(spec, published) == pairs
 
 
 def test_derived_list_follows_a_new_manifest(tmp_path):
@@ -173,21 +173,21 @@ def test_derived_list_follows_a_new_manifest(tmp_path):
     tox_ini = tmp_path / "tox.ini"
     tox_ini.write_text("[tox]\nenv_list =\n    tf-{5.24.0}\n    report\n[matrix]\noldest_supported = 4.40.2\n")
     # fake-window's range >=5.12.0,<5.14.0 adds 5.11.0 | 5.12.0 and 5.13.1 | 5.14.0
-    assert matrix.wanted_releases(tox_ini, patches, published) == [
+    assert matrix.release_list.wanted_releases(tox_ini, patches, published) == [
         "4.40.2", "5.11.0", "5.12.0", "5.13.1", "5.14.0", "5.24.0"]
 
 
 def test_upgrade_check_says_what_each_range_would_do():
-    load = lambda v: matrix.digest(json.loads((FIXTURES / "results" / f"tf-{v}.json").read_text()))  # noqa: E731
-    manifests = matrix._manifests(FIXTURES / "patches")
+    load = lambda v: matrix.judging.digest(json.loads((FIXTURES / "results" / f"tf-{v}.json").read_text()))  # noqa: E731
+    manifests = matrix.release_list.catalog_manifests(FIXTURES / "patches")
     new = load("5.14.0")
-    verdicts = matrix.range_verdicts(manifests, new)
+    verdicts = matrix.judging.range_verdicts(manifests, new)
     assert "`fake-pad`: still present on 5.14.0 (inside >=4.40.0)" in verdicts
     assert any(v.startswith("`fake-window`: ") and "matches the manifest" in v for v in verdicts)
     moved = copy.deepcopy(new)
     moved["patches"]["fake-window"]["without"] = "defect"
     moved["patches"]["fake-pad"]["without"] = "pass"
-    verdicts = matrix.range_verdicts(manifests, moved)
+    verdicts = matrix.judging.range_verdicts(manifests, moved)
     assert any("fake-window" in v and "EXTEND the range to 5.14.0" in v for v in verdicts)
     assert any("fake-pad" in v and "CLOSE the range (<5.14.0)" in v for v in verdicts)
 
@@ -198,7 +198,7 @@ def test_doctor_reports_feed_the_matrix(make_registry):
     from hf_genfix import doctor
 
     report = json.loads(json.dumps(doctor.diagnose(make_registry("fixed-here", "unaffected-but-defect"))))
-    row = matrix.digest(report)
+    row = matrix.judging.digest(report)
     assert row["transformers"] == report["transformers"]
     for p in report["patches"]:
         assert set(row["patches"][p["id"]]) == {"state", "affected", "without", "with", "verdict", "message",
@@ -220,11 +220,11 @@ def test_sweep_of_the_newest_release_is_recorded_and_is_the_upgrade_baseline(res
            "`rwkv / left-padded`." in md
     tox_ini = tmp_path / "tox.ini"
     tox_ini.write_text("[tox]\nenv_list =\n    tf-{4.57.6,5.12.0,5.14.0}\n    report\n")
-    old = matrix.baseline(tmp_path / "no-fresh-results", tmp_path / "compat-matrix.json", tox_ini)
+    old = matrix.judging.baseline(tmp_path / "no-fresh-results", tmp_path / "compat-matrix.json", tox_ini)
     assert old == data["results"]["5.14.0"]
     new = copy.deepcopy(old)
     new["transformers"], new["sweep_unknown"] = "5.15.0", old["sweep_unknown"] + ["llama / beam"]
-    assert matrix.changes(old, new) == ["sweep: unknown defect on 5.15.0: llama / beam"]
+    assert matrix.judging.changes(old, new) == ["sweep: unknown defect on 5.15.0: llama / beam"]
 
 
 def test_the_package_ships_the_matrix_range_as_verified():
@@ -232,13 +232,13 @@ def test_the_package_ships_the_matrix_range_as_verified():
     tox.ini: the oldest supported release and the newest env."""
     from hf_genfix.catalog import verified_range
 
-    releases = matrix.releases()
-    assert verified_range() == (matrix.matrix_settings()["oldest_supported"], releases[-1])
+    releases = matrix.release_list.releases()
+    assert verified_range() == (matrix.release_list.matrix_settings()["oldest_supported"], releases[-1])
     assert verified_range() == (releases[0], releases[-1])
 
 
 def _doctor_env(tmp_path, monkeypatch, release: str, sweep: dict | None, exit_code: int = 0) -> tuple[int, list]:
-    """matrix.doctor for tf-<release> of a 3-release matrix whose suite is 5.12.0, with hf-genfix doctor faked: it
+    """matrix.running.doctor for tf-<release> of a 3-release matrix whose suite is 5.12.0, with hf-genfix doctor faked: it
     writes a report (``sweep`` added where the command asked for one) and exits ``exit_code``."""
     tox_ini = tmp_path / "tox.ini"
     tox_ini.write_text("[tox]\nenv_list =\n    tf-{4.57.6,5.0.0,5.12.0,5.14.0}\n    report\n"
@@ -253,8 +253,8 @@ def _doctor_env(tmp_path, monkeypatch, release: str, sweep: dict | None, exit_co
         Path(cmd[cmd.index("--output") + 1]).write_text(json.dumps(report))
         return exit_code
 
-    monkeypatch.setattr(matrix.subprocess, "call", call)
-    return matrix.doctor(f"tf-{release}", results=tmp_path, tox_ini=tox_ini), calls
+    monkeypatch.setattr(matrix.running.subprocess, "call", call)
+    return matrix.running.doctor(f"tf-{release}", results=tmp_path, tox_ini=tox_ini), calls
 
 
 GREEN = {"unknown": [], "known": [{"arch": "rwkv", "scenario": "beam", "catalog_wrong": False}], "unsupported": []}
@@ -291,15 +291,15 @@ def test_a_failing_sweep_of_a_doctor_only_release_is_not_run(tmp_path, monkeypat
 
 # -- the torch axis: a release judged with the torch of its time too (tox.ini's tf-X-torchY envs) ---------------
 def test_an_env_named_with_a_torch_installs_that_torch(tmp_path, monkeypatch):
-    assert matrix.split_env("tf-4.46.3-torch2.5.1") == ("4.46.3", "2.5.1")
-    assert matrix.split_env("tf-5.12.0") == ("5.12.0", None) and matrix.split_env("5.25.0rc1") == ("5.25.0rc1", None)
-    assert matrix.requirement("tf-4.46.3-torch2.5.1") == "transformers==4.46.3"
+    assert matrix.release_list.split_env("tf-4.46.3-torch2.5.1") == ("4.46.3", "2.5.1")
+    assert matrix.release_list.split_env("tf-5.12.0") == ("5.12.0", None) and matrix.release_list.split_env("5.25.0rc1") == ("5.25.0rc1", None)
+    assert matrix.running.requirement("tf-4.46.3-torch2.5.1") == "transformers==4.46.3"
     torches, pips = [], []
-    monkeypatch.setattr(matrix, "shared_torch", lambda root, spec: torches.append(spec) or 0)
-    monkeypatch.setattr(matrix.subprocess, "call", lambda cmd: pips.append(cmd[-1]) or 0)
+    monkeypatch.setattr(matrix.running, "shared_torch", lambda root, spec: torches.append(spec) or 0)
+    monkeypatch.setattr(matrix.running.subprocess, "call", lambda cmd: pips.append(cmd[-1]) or 0)
     # the name wins over GENFIX_TORCH (the default torch of the other envs)
-    assert matrix.install("tf-4.46.3-torch2.5.1", tmp_path, "torch==2.13.0") == 0
-    assert matrix.install("tf-4.57.6", tmp_path, "torch==2.13.0") == 0
+    assert matrix.running.install("tf-4.46.3-torch2.5.1", tmp_path, "torch==2.13.0") == 0
+    assert matrix.running.install("tf-4.57.6", tmp_path, "torch==2.13.0") == 0
     assert torches == ["torch==2.5.1", "torch==2.13.0"]
     assert pips == ["transformers==4.46.3", "transformers==4.57.6"]
 
@@ -307,16 +307,16 @@ def test_an_env_named_with_a_torch_installs_that_torch(tmp_path, monkeypatch):
 def test_the_eras_of_tox_ini_are_suite_releases_outside_env_list():
     """Each era env judges a suite release (it runs the sweep and the tests there) with another torch; none is in
     env_list (CI, `matrix.py all`), and `tox -e` knows each one by the section tox.ini names them in."""
-    eras = matrix.eras()
+    eras = matrix.release_list.eras()
     assert eras, "tox.ini has no eras label"
-    releases = {matrix.split_env(e) for e in eras}
-    assert all(torch is not None and release in matrix.suite_releases() for release, torch in releases)
-    assert not set(eras) & set(matrix.env_names())
+    releases = {matrix.release_list.split_env(e) for e in eras}
+    assert all(torch is not None and release in matrix.release_list.suite_releases() for release, torch in releases)
+    assert not set(eras) & set(matrix.release_list.env_names())
     import configparser
 
     parser = configparser.ConfigParser(interpolation=None)
-    parser.read(matrix.TOX_INI, encoding="utf-8")
-    sections = [n for s in parser.sections() if s.startswith("testenv:tf-") for n in matrix.expand(s[len("testenv:"):])]
+    parser.read(matrix.files.TOX_INI, encoding="utf-8")
+    sections = [n for s in parser.sections() if s.startswith("testenv:tf-") for n in matrix.release_list.expand(s[len("testenv:"):])]
     assert sections == eras
 
 
@@ -379,14 +379,14 @@ def test_a_torch_axis_column_without_a_fresh_result_is_kept_from_the_committed_m
     (results / "tf-5.12.0-torch2.9.1.json").unlink()
     md_path, data_path = tmp_path / "compat-matrix.md", tmp_path / "compat-matrix.json"
     kwargs = dict(expected=RELEASES, patches_dir=FIXTURES / "patches", versions_published=RELEASES)
-    assert matrix.report(results, md_path, data_path, era_envs=["tf-5.12.0-torch2.9.1"], **kwargs) == 0
+    assert matrix.rendering.report(results, md_path, data_path, era_envs=["tf-5.12.0-torch2.9.1"], **kwargs) == 0
     assert md_path.read_text() == md and json.loads(data_path.read_text()) == data
     # an era tox.ini no longer lists goes; so does a release's column unless --keep-committed
     (results / "tf-5.14.0.json").unlink()
-    assert matrix.report(results, md_path, data_path, era_envs=[], **kwargs) == 1
+    assert matrix.rendering.report(results, md_path, data_path, era_envs=[], **kwargs) == 1
     assert "torch_axis" in data and json.loads(data_path.read_text())["torch_axis"] == {}
     data_path.write_text(json.dumps(data))
-    assert matrix.report(results, md_path, data_path, era_envs=[], keep_committed=True, **kwargs) == 0
+    assert matrix.rendering.report(results, md_path, data_path, era_envs=[], keep_committed=True, **kwargs) == 0
     assert json.loads(data_path.read_text())["results"]["5.14.0"] == data["results"]["5.14.0"]
 
 
@@ -399,7 +399,7 @@ def test_the_torch_each_release_was_judged_with_ships_for_the_upgrade_check(resu
     judged = tmp_path / "shipped" / catalog.JUDGED_TORCH
     judged.parent.mkdir()
     md, data = tmp_path / "compat-matrix.md", tmp_path / "compat-matrix.json"
-    assert matrix.report(results, md, data, expected=RELEASES, patches_dir=FIXTURES / "patches",
+    assert matrix.rendering.report(results, md, data, expected=RELEASES, patches_dir=FIXTURES / "patches",
                          versions_published=RELEASES, judged=judged) == 0
     assert json.loads(judged.read_text())["releases"] == json.loads(data.read_text())["judged_torch"]
     monkeypatch.setattr(catalog, "manifest_dir", lambda: str(judged.parent))
@@ -415,6 +415,6 @@ def test_the_torch_each_release_was_judged_with_ships_for_the_upgrade_check(resu
 
 
 def test_the_shipped_torch_versions_are_the_committed_matrix():
-    committed = json.loads(matrix.MATRIX_JSON.read_text())
-    assert json.loads(matrix.JUDGED.read_text())["releases"] == committed["judged_torch"], \
+    committed = json.loads(matrix.files.MATRIX_JSON.read_text())
+    assert json.loads(matrix.files.JUDGED.read_text())["releases"] == committed["judged_torch"], \
         "run: python scripts/matrix.py report"
