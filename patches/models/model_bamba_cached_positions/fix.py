@@ -9,8 +9,8 @@ system prompt, and from 5.24 (where ``cache_position`` is gone and a caller's ``
 ``prepare_inputs_for_generation`` call that states the chunk by ``cache_position``. Silently wrong logits (0.78 on
 the sweep's tiny Bamba for a 10-token chunk after 3 cached tokens, 0.59 for four 1-token steps); ``generate()``
 is right, because it passes ``position_ids``. The line is the same from 5.5 (when ``cache_position`` went from
-this forward) to 5.25 at least; from 5.13, where the Mamba-2 mixer continues its state right, it is what is left
-wrong (5.4-5.12 are wrong by 2 with the positions stated too: another defect, on file). No upstream issue found.
+this forward) to 5.25 at least; before 5.13 the Mamba-2 mixer beside it forgets its state on such a chunk too
+(``model-bamba-chunk-state``), and both corrections are needed for a right answer there. No upstream issue found.
 
 Detection. The sweep's tiny Bamba (loud weights): a 3-token prefix cached, then a 10-token chunk and, separately,
 four 1-token steps, each fed with the cache and no positions, against a no-cache forward of the whole sequence.
@@ -34,6 +34,12 @@ CACHE_KEYWORDS = ("cache", "past_key_values", "cache_params")
 _record = recorder(__name__)
 
 
+def _parameters(func: Any) -> Any:
+    import inspect
+
+    return inspect.signature(func).parameters
+
+
 def install(patcher: Any) -> None:
     patcher.require(TARGET, "position_ids")
     patcher.wrap(TARGET, _positions_after_the_cache)
@@ -41,8 +47,11 @@ def install(patcher: Any) -> None:
 
 def _positions_after_the_cache(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     bound = bound_arguments(wrapped, args, kwargs)  # keyword extras (a deprecated past_key_values) flattened
-    if bound.get("position_ids") is not None or bound.get("cache_position") is not None:
+    if bound.get("position_ids") is not None:
         return wrapped(*args, **kwargs)  # the caller numbered the tokens
+    if bound.get("cache_position") is not None and "cache_position" in _parameters(wrapped):
+        return wrapped(*args, **kwargs)  # a forward that numbers them by the caller's cache_position (not 5.5 on,
+        # where a cache_position the caller passes lands in **kwargs and the forward ignores it)
     cache = next((bound[k] for k in CACHE_KEYWORDS if bound.get(k) is not None), None)
     tokens = bound.get("inputs_embeds") if bound.get("inputs_embeds") is not None else bound.get("input_ids")
     if cache is None or tokens is None or not hasattr(cache, "get_seq_length"):

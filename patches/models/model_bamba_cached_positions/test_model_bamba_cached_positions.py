@@ -51,6 +51,8 @@ def test_a_decoding_loop_without_positions_matches_the_no_cache_forward(bamba, k
     with torch.no_grad():
         reference = bamba(ids, use_cache=False).logits
         cache = _cache(bamba(ids[:, :3], use_cache=True))
+        if cache is None:
+            pytest.skip("this release's Bamba returns no cache from a plain forward (4.48-5.4)")
         for t in range(3, ids.shape[1]):
             out = bamba(ids[:, t:t + 1], **{keyword: cache}, use_cache=True)
             torch.testing.assert_close(out.logits[:, -1], reference[:, t], atol=1e-4, rtol=0)
@@ -62,6 +64,8 @@ def test_stated_positions_a_prefill_and_generate_are_upstream_bitwise(bamba):
     ids = torch.tensor([[5, 9, 2, 7, 11, 3, 8]])
     with torch.no_grad():
         cache = _cache(bamba(ids[:, :3], use_cache=True))
+        if cache is None:
+            pytest.skip("this release's Bamba returns no cache from a plain forward (4.48-5.4)")
         stated = bamba(ids[:, 3:], past_key_values=cache, position_ids=torch.arange(3, 7)[None]).logits
         prefill = bamba(ids, use_cache=True).logits
         generated = bamba.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=4, do_sample=False)
