@@ -193,7 +193,17 @@ def slice_continuation(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -
 
 
 def _all_linear(cache: Any) -> bool:
+    """Whether every layer of the cache holds recurrent states only (no attention layer that generate() could
+    slice by). ``Cache.is_linear`` says so from 5.13; 5.5-5.12 have the same layer classes without the property,
+    so its definition is applied to them by class name (a linear-attention layer that is not also an attention
+    layer). A cache without either (the 4.x and 5.0-5.4 model-specific caches) is not ours to slice."""
     flags = getattr(cache, "is_linear", None)
+    if flags is None:
+        layers = getattr(cache, "layers", None)
+        if not isinstance(layers, (list, tuple)):
+            return False
+        names = [{klass.__name__ for klass in type(layer).__mro__} for layer in layers]
+        flags = [{"LinearAttentionCacheLayerMixin"} <= n and "CacheLayerMixin" not in n for n in names]
     try:
         return bool(flags) and all(flags)
     except TypeError:

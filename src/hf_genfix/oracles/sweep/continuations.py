@@ -153,6 +153,11 @@ def prefix_reuse(model: Any, rows: list[list[int]], continuations: list[list[int
         if own:
             cache = _forward_cache(model(ids, attention_mask=mask, use_cache=True))
             keyword = "cache_params"
+        elif "past_key_values" not in params and "cache" not in params:
+            # A model that takes its cache as cache_params only (the state-space models before 5.13: generate()
+            # refuses past_key_values there): the prefix's cache is the one its forward returns, reused by that name.
+            cache = _forward_cache(model(ids, attention_mask=mask, use_cache=True))
+            keyword = "cache_params"
         else:
             cache = _empty_cache(model)
             keyword = "past_key_values"
