@@ -180,17 +180,40 @@ def check_same_as_greedy(
     if len(actual) > len(expected) and actual[: len(expected)] == expected:
         raise DefectObserved(f"{what}: {len(actual)} new tokens for max_new_tokens={max_new_tokens} (the first "
                              f"{len(expected)} are plain greedy's)", step=len(expected))
+    checked = run.step_logits and torch.is_tensor(run.step_logits[0])
     if actual != expected:
         step = next((i for i, (a, b) in enumerate(zip(actual, expected)) if a != b), min(len(actual), len(expected)))
-        raise DefectObserved(
-            f"{what}: tokens differ from plain greedy from step {step} ({len(actual)} vs {len(expected)} tokens)",
-            step=step,
-        )
-    if run.step_logits and torch.is_tensor(run.step_logits[0]):
+        gap = _tie_gap(model, rows[0], expected, actual, step)
+        if gap is None or not gap < TIE or not checked:
+            raise DefectObserved(
+                f"{what}: tokens differ from plain greedy from step {step} ({len(actual)} vs {len(expected)} tokens)"
+                + (f"; the reference's logits of the two tokens there differ by {gap:.3g}" if gap is not None else ""),
+                step=step,
+            )
+        # A numerical tie: the no-cache reference scores both tokens alike (GPT-SW3 on 4.46 and 4.57: 2.4e-07 at
+        # step 11 of assisted decoding), so either is greedy's up to rounding. The mode is judged by its own logits
+        # below, against the reference of the sequence it chose, as every step of it is.
+        figures["tie_at_step"] = step
+    if checked:
         mode = check_rows_against_reference(model, rows, run, what, eos_token_id=[])
         figures["max_logit_diff"] = max(figures["max_logit_diff"], mode["max_logit_diff"])
     figures.update(tokens=ids.shape[1] + max_new_tokens)
     return figures
+
+
+# Two continuations that part where the no-cache reference scores both tokens within this of each other are a
+# numerical tie, not a defect (the sweep's prompt-lookup checks use the same margin).
+TIE = 1e-3
+
+
+def _tie_gap(model: Any, row: Sequence[int], expected: list[int], actual: list[int], step: int) -> float | None:
+    """|logit(a) - logit(b)| of the reference at the step where two continuations part (None where one ends)."""
+    if step >= min(len(expected), len(actual)):
+        return None
+    from .reference import reference_logits
+
+    logits = reference_logits(model, list(row) + expected[:step])[-1]
+    return abs(float(logits[expected[step]]) - float(logits[actual[step]]))
 
 
 def probe_assisted(draft_tokens: int, known: tuple[type, str], name: str = "mistral", prompt: int = 12,

@@ -640,7 +640,7 @@ def _first_diff(a: Sequence[int], b: Sequence[int]) -> int:
     return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
 
-def _tie(model: Any, prompt: list[int], a: list[int], b: list[int], margin: float = 1e-3) -> bool:
+def _tie(model: Any, prompt: list[int], a: list[int], b: list[int], margin: float = sliding.TIE) -> bool:
     """Two continuations that part where the reference's top two logits are within ``margin`` (a numerical tie)."""
     step = _first_diff(a, b)
     if step >= min(len(a), len(b)):
