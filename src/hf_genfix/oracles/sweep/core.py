@@ -738,6 +738,11 @@ def explain(registry: Any, func: Scenario, subject: Subject, out: dict[str, Any]
         if state not in INSTALLED:
             return {"verdict": KNOWN, "explained_by": manifest.id,
                     "cause": f"known: {manifest.id} (patch {state} here)"}
+        if untouched and out["outcome"] == UNSUPPORTED:
+            # transformers refuses the call in words with and without hf_genfix (4.49's longt5 and
+            # switch_transformers: no static cache), where a patch claims the scenario for the models that take it:
+            # a refusal, not that patch's defect.
+            return {"verdict": UNSUPPORTED, "explained_by": None, "cause": out.get("message", "")}
         if untouched:
             return {"verdict": KNOWN, "explained_by": manifest.id,
                     "cause": f"known: {manifest.id} (installed, but it leaves this architecture as upstream has it)"}

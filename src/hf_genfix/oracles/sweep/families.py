@@ -207,7 +207,8 @@ def s2s_beam(s: Seq2SeqSubject) -> dict:
     worst = 0.0
     with torch.no_grad():
         ids, mask = right_pad(rows, device=s.model.device)
-        batch = s.model.generate(ids, attention_mask=mask, **common).sequences
+        batched = s.model.generate(ids, attention_mask=mask, **common)
+        batch = batched.sequences
         for b, row in enumerate(rows):
             ids, mask = right_pad([row], device=s.model.device)
             alone = s.model.generate(ids, attention_mask=mask, **common)
@@ -216,6 +217,16 @@ def s2s_beam(s: Seq2SeqSubject) -> dict:
                 if a != c and not _tie(lambda tokens: s.reference(row, tokens), a, c):
                     raise DefectObserved(f"encoder-decoder beam search: row {b}, beam {r} in a padded batch {a} != "
                                          f"alone {c}", row=b, step=sweep._first_diff(a, c))
+                if a == c:
+                    # batch == rows holds for the scores too: a beam that cross-attends to the encoder's pads (4.49
+                    # drops the encoder mask) can keep the same tokens on a tame model and still score them wrongly
+                    # (bigbird_pegasus: 0.239).
+                    apart = abs(float(batched.sequences_scores[2 * b + r]) - float(alone.sequences_scores[r]))
+                    if apart > 1e-3:
+                        raise DefectObserved(f"encoder-decoder beam search: row {b}, beam {r} {c}: score "
+                                             f"{float(batched.sequences_scores[2 * b + r]):.6g} in a padded batch != "
+                                             f"{float(alone.sequences_scores[r]):.6g} alone", row=b,
+                                             max_logit_diff=apart)
                 logprobs = torch.log_softmax(s.reference(row, c[:-1]), dim=-1)
                 expected = float(logprobs[torch.arange(len(c) - 1), torch.tensor(c[1:])].sum()) / (len(c) - 1)
                 diff = abs(float(alone.sequences_scores[r]) - expected)
