@@ -1,0 +1,7 @@
+"""``prepare-inputs-encoder-mask``: the checks every patch owes (hf_genfix.testing.patches.PatchTests)."""
+
+from hf_genfix.testing.patches import PatchTests
+
+
+class TestPatch(PatchTests):
+    """``prepare-inputs-encoder-mask``: its probe proves it on this release; its plain program gets it installed."""
