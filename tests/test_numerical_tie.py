@@ -44,7 +44,7 @@ def parted(monkeypatch):
 
     monkeypatch.setattr(sw, "generate_steps", steps)
     monkeypatch.setattr(sw, "check_rows_against_reference", check)
-    monkeypatch.setattr(sw, "_tie_gap", lambda *args: state["gap"])
+    monkeypatch.setattr(sw, "tie_gap", lambda *args: state["gap"])
     return state
 
 
@@ -68,5 +68,5 @@ def test_the_gap_is_read_from_the_reference():
     model = tiny_model("llama")
     row, a = [5, 6, 7, 8], [9, 10]
     logits = reference_logits(model, row + a[:1])[-1]
-    assert sw._tie_gap(model, row, a, [9, 11], 1) == pytest.approx(abs(float(logits[10]) - float(logits[11])))
-    assert sw._tie_gap(model, row, a, [9], 1) is None  # one continuation ends there: no tie to speak of
+    assert sw.tie_gap(model, row, a, [9, 11], 1) == pytest.approx(abs(float(logits[10]) - float(logits[11])))
+    assert sw.tie_gap(model, row, a, [9], 1) is None  # one continuation ends there: no tie to speak of

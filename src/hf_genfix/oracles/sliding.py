@@ -183,7 +183,7 @@ def check_same_as_greedy(
     checked = run.step_logits and torch.is_tensor(run.step_logits[0])
     if actual != expected:
         step = next((i for i, (a, b) in enumerate(zip(actual, expected)) if a != b), min(len(actual), len(expected)))
-        gap = _tie_gap(model, rows[0], expected, actual, step)
+        gap = tie_gap(model, rows[0], expected, actual, step)
         if gap is None or not gap < TIE or not checked:
             raise DefectObserved(
                 f"{what}: tokens differ from plain greedy from step {step} ({len(actual)} vs {len(expected)} tokens)"
@@ -202,11 +202,11 @@ def check_same_as_greedy(
 
 
 # Two continuations that part where the no-cache reference scores both tokens within this of each other are a
-# numerical tie, not a defect (the sweep's prompt-lookup checks use the same margin).
+# numerical tie, not a defect (the sweep's prompt-lookup and beam checks use the same margin).
 TIE = 1e-3
 
 
-def _tie_gap(model: Any, row: Sequence[int], expected: list[int], actual: list[int], step: int) -> float | None:
+def tie_gap(model: Any, row: Sequence[int], expected: list[int], actual: list[int], step: int) -> float | None:
     """|logit(a) - logit(b)| of the reference at the step where two continuations part (None where one ends)."""
     if step >= min(len(expected), len(actual)):
         return None

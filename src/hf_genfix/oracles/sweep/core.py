@@ -640,13 +640,11 @@ def _first_diff(a: Sequence[int], b: Sequence[int]) -> int:
     return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
 
-def _tie(model: Any, prompt: list[int], a: list[int], b: list[int], margin: float = sliding.TIE) -> bool:
-    """Two continuations that part where the reference's top two logits are within ``margin`` (a numerical tie)."""
-    step = _first_diff(a, b)
-    if step >= min(len(a), len(b)):
-        return False
-    logits = reference_logits(model, prompt + a[:step])[-1]
-    return abs(float(logits[a[step]]) - float(logits[b[step]])) < margin
+def _tie(model: Any, prompt: list[int], a: list[int], b: list[int]) -> bool:
+    """Two continuations that part where the reference scores both tokens within ``sliding.TIE`` (a numerical
+    tie)."""
+    gap = sliding.tie_gap(model, prompt, a, b, _first_diff(a, b))
+    return gap is not None and gap < sliding.TIE
 
 
 # -- running and judging ----------------------------------------------------------------------------------------

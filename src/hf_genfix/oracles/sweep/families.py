@@ -29,6 +29,7 @@ from .. import sliding_static
 from ..generation import check_rows_against_reference, generate_steps, right_pad
 from ..outcome import DefectObserved, ProbeSkipped
 from ..precision import cast, tolerance
+from ..sliding import TIE
 from ..tiny import calibrate, tiny_config
 from . import core as sweep
 
@@ -238,7 +239,7 @@ def s2s_beam(s: Seq2SeqSubject) -> dict:
     return {"rows": len(rows), "max_score_diff": worst}
 
 
-def _tie(reference: Callable[[list[int]], Any], a: list[int], b: list[int], margin: float = 1e-3) -> bool:
+def _tie(reference: Callable[[list[int]], Any], a: list[int], b: list[int], margin: float = TIE) -> bool:
     """Two sequences that part where the reference's logits of the two tokens are within ``margin``."""
     step = sweep._first_diff(a, b)
     if step == 0 or step >= min(len(a), len(b)):
