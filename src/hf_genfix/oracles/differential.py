@@ -169,8 +169,11 @@ def compare(upstream: Observation, ours: Observation) -> tuple[str, str]:
 
 
 # Words of transformers' own refusals (``ValueError: ... is not supported``): the sweep's ``unsupported``.
-REFUSAL_WORDS = ("not support", "isn't supported", "is not supported", "not compatible", "not implemented",
-                 "doesn't support", "does not have", "not available", "only supported", "requires", "cannot use")
+# "is unsupported": 4.48's generate() on a model whose generation config names a cache ("Passing both
+# `cache_implementation` ... and `past_key_values` ... is unsupported"), Gemma-2's second turn.
+REFUSAL_WORDS = ("not support", "isn't supported", "is not supported", "is unsupported", "not compatible",
+                 "not implemented", "doesn't support", "does not have", "not available", "only supported", "requires",
+                 "cannot use")
 
 
 def refuses(message: str) -> bool:
