@@ -1,69 +1,10 @@
-"""sliding-window-gemma2-decode-mask: Gemma-2's sliding layers mask the wrong keys once a cache is in use.
+"""sliding-window-gemma2-decode-mask: Gemma-2's sliding layers mask the wrong keys once a cache is in use (4.46-4.48.1).
 
-The defect. On 4.46-4.47 ``Gemma2DecoderLayer.forward`` applies the window of a sliding layer to the model's 4D
-mask as ``torch.tril(ones, diagonal=-sliding_window)``: by the query's row in this call, not by its position in the
-sequence. That is only right for a call that starts at position 0 (a no-cache forward, a prefill). Then:
-
-- with the default cache (``HybridCache``), a sliding layer keeps a ring of ``sliding_window`` slots, which rolls
-  once the sequence is longer than the window and then holds the last ``window`` positions; the mask has one column
-  per position of the whole cache and is only sliced for a one-column mask (``if attention_mask.shape[-1] <= 1``,
-  the key length where the query length was meant), so the attention takes the first ``window`` columns -- the
-  padding of positions ``0 .. window-1`` -- for keys that are the last ones;
-- with a dynamic cache (which generate() uses for assisted decoding) every key is kept, and a decoding step's
-  query row 0 gets no window at all: it attends to every earlier token.
-
-Every step past the window is silently wrong: left-padded batches, runs past the window, assisted decoding
-(0.15-0.34 on the tiny model). 4.48.0 slices the hybrid cache's columns ``[last - window, last)`` and is right
-with it (a dynamic cache there raises a shape error in assisted decoding: loud).
-
-Detection. A tiny Gemma-2 (``sliding_window=8``), rows of 12 and 5 tokens left-padded, 8 greedy tokens with the
-default (hybrid) cache, and a 5-token prompt with 12 tokens on a dynamic cache: every row and step against a
-no-cache forward of the unpadded row.
-
-Correction. Around ``Gemma2DecoderLayer.forward`` of a sliding layer given a 4D mask and a cache (not
-flash-attention, whose 2D mask upstream slices itself): the window is applied by position (key ``j`` is masked for
-the query at ``cache_position[i]`` when ``j <= cache_position[i] - window``), and for a ``HybridCache`` the columns
-the ring holds are taken, ``[offset, offset + max(query, window))`` with ``offset = max(0, last - max(query,
-window))`` and ``last`` the position after the call's last token (4.48.0's slicing). Upstream's own row band then
-masks nothing more (its keys are a subset of those). Without a cache (the first rows start at position 0) the mask
-goes to upstream untouched.
+The correction is shared with sliding-window-cohere2-decode-mask (Cohere-2 copied the layer):
+``patches/sliding_window/shared/decode_mask.py``, whose docstring gives the defect, how it is detected and the
+correction.
 """
 
-from __future__ import annotations
+from hf_genfix._patches.sliding_window.shared.decode_mask import install_gemma2 as install
 
-from typing import Any
-
-from hf_genfix.toolkit import bound_arguments
-
-LAYER = "transformers.models.gemma2.modeling_gemma2:Gemma2DecoderLayer.forward"
-
-
-def install(patcher: Any) -> None:
-    patcher.require(LAYER, "attention_mask", "past_key_value", "cache_position")
-    patcher.wrap(LAYER, sliding_layer_forward)
-
-
-def sliding_layer_forward(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-    from transformers.cache_utils import HybridCache
-
-    if not getattr(instance, "is_sliding", False) or instance.config._attn_implementation == "flash_attention_2":
-        return wrapped(*args, **kwargs)
-    try:
-        call = bound_arguments(wrapped, args, kwargs)
-    except TypeError:
-        return wrapped(*args, **kwargs)  # upstream raises its own error for a call it does not take
-    mask, cache, position = call.get("attention_mask"), call.get("past_key_value"), call.get("cache_position")
-    if mask is None or mask.dim() != 4 or cache is None or position is None:
-        return wrapped(*args, **kwargs)
-    import torch
-
-    window = instance.sliding_window
-    keys = torch.arange(mask.shape[-1], device=mask.device)
-    banned = keys[None, :] <= position.to(mask.device)[:, None] - window  # (query, key), by position
-    mask = torch.where(banned[None, None], torch.finfo(mask.dtype).min, mask)
-    if isinstance(cache, HybridCache):
-        span = max(int(position.shape[0]), window)
-        offset = max(0, int(position[-1]) + 1 - span)
-        mask = mask[:, :, :, offset: offset + span]
-    call["attention_mask"] = mask
-    return wrapped(**call)
+__all__ = ["install"]

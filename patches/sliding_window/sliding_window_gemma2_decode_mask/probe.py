@@ -1,30 +1,7 @@
-"""The probe of ``sliding-window-gemma2-decode-mask`` (the defect, and how it is detected: ``fix.py``)."""
+"""The probe of ``sliding-window-gemma2-decode-mask`` (shared with sliding-window-cohere2-decode-mask:
+``patches/sliding_window/shared/decode_mask_probes.py``).
+"""
 
-from __future__ import annotations
+from hf_genfix._patches.sliding_window.shared.decode_mask_probes import probe_gemma2 as probe
 
-
-def probe() -> dict:
-    from transformers.cache_utils import DynamicCache
-
-    from hf_genfix.oracles import check_rows_against_reference, generate_steps, left_pad, tiny_model
-    from hf_genfix.oracles.sliding import MODELS, WINDOW, prompts
-
-    model_type, extra = MODELS["gemma2"]
-    model = tiny_model(model_type, sliding_window=WINDOW, **extra)
-    rows = prompts(12, 5, seed=7)
-    ids, mask = left_pad(rows)
-    run = generate_steps(model, ids, mask, max_new_tokens=8, pad_token_id=0, eos_token_id=None)
-    figures = check_rows_against_reference(model, rows, run, "gemma2, sliding_window=8, rows of 12 and 5 tokens "
-                                           "left-padded, 8 greedy tokens (hybrid cache)", eos_token_id=[])
-    rows = prompts(5, seed=8)
-    ids, mask = left_pad(rows)
-    try:
-        run = generate_steps(model, ids, mask, max_new_tokens=12, pad_token_id=0, eos_token_id=None,
-                             past_key_values=DynamicCache(), cache_implementation=None)
-    except RuntimeError as exc:
-        if "must match the size" not in str(exc):
-            raise
-        return figures  # 4.48+ slices the mask for a hybrid cache whatever the cache: loud, not this defect
-    dynamic = check_rows_against_reference(model, rows, run, "gemma2, sliding_window=8, a 5-token prompt, 12 greedy "
-                                           "tokens on a dynamic cache", eos_token_id=[])
-    return dict(figures, max_logit_diff=max(figures["max_logit_diff"], dynamic["max_logit_diff"]))
+__all__ = ["probe"]

@@ -1,0 +1,7 @@
+"""``sliding-window-hybrid-update-kwargs``: the checks every patch owes (hf_genfix.testing.patches.PatchTests)."""
+
+from hf_genfix.testing.patches import PatchTests
+
+
+class TestPatch(PatchTests):
+    """``sliding-window-hybrid-update-kwargs``: its probe proves it on this release; its plain program gets it installed."""
