@@ -1,0 +1,7 @@
+"""``decoding-inputs-embeds-max-length``: the checks every patch owes (hf_genfix.testing.patches.PatchTests)."""
+
+from hf_genfix.testing.patches import PatchTests
+
+
+class TestPatch(PatchTests):
+    """``decoding-inputs-embeds-max-length``: its probe proves it on this release; its plain program gets it installed."""
