@@ -19,63 +19,20 @@ thread and task) to a wrapper of the module's ``mamba2_selective_state_update``,
 ``softplus(dt + dt_bias)`` as the function itself does, clamps it to the limit and passes it on with
 ``dt_bias=None, dt_softplus=False``: the same operations in the same order, so a step whose ``dt`` is above the floor
 is bitwise upstream's. A limit of ``(0, inf)`` (no floor) and calls from elsewhere are upstream's.
+
+The correction is shared with the other step-dt-limit patch: ``patches/models/shared/step_dt_limit.py``.
 """
 
 from __future__ import annotations
 
-import contextvars
 from typing import Any
 
-from hf_genfix import Drift
+from hf_genfix._patches.models.shared import step_dt_limit
 
 MODULE = "transformers.models.zamba2.modeling_zamba2"
 MIXER = f"{MODULE}:Zamba2MambaMixer.forward"
 STEP = f"{MODULE}:mamba2_selective_state_update"
 
-_limit: contextvars.ContextVar[Any] = contextvars.ContextVar("hf_genfix_zamba2_dt_limit", default=None)
-
 
 def install(patcher: Any) -> None:
-    patcher.require(MIXER, "hidden_states")
-    step = patcher.require(STEP)
-    # 5.25 puts the function behind a kernel-hub dispatcher: a module-level nn.Module whose forward is the torch
-    # function (the signature seen through the call is (*args, **kwargs)); the positional convention is the same.
-    params = _parameters(step) or _parameters(getattr(step, "forward", None))
-    if not {"dt", "dt_bias", "dt_softplus"} <= params:
-        raise Drift(f"{STEP} takes no dt, dt_bias, dt_softplus (its signature: {sorted(params)})")
-    patcher.wrap(MIXER, _mixer)
-    patcher.wrap(STEP, _step)
-
-
-def _parameters(func: Any) -> set:
-    import inspect
-
-    try:
-        params = inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return set()
-    return {name for name, p in params.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
-
-
-def _mixer(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-    limit = getattr(instance, "time_step_limit", None)
-    token = _limit.set(tuple(limit) if limit is not None else None)
-    try:
-        return wrapped(*args, **kwargs)
-    finally:
-        _limit.reset(token)
-
-
-def _step(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-    import torch.nn.functional as F
-
-    limit = _limit.get()
-    if limit is None or tuple(limit) == (0.0, float("inf")) or len(args) < 3:
-        return wrapped(*args, **kwargs)
-    dt, bias, softplus = args[2], kwargs.get("dt_bias"), kwargs.get("dt_softplus", False)
-    if bias is not None:
-        dt = dt + bias.to(dt.dtype)
-    if softplus:
-        dt = F.softplus(dt)
-    dt = dt.clamp(min=limit[0], max=limit[1])
-    return wrapped(*args[:2], dt, *args[3:], **dict(kwargs, dt_bias=None, dt_softplus=False))
+    step_dt_limit.install(patcher, MIXER, STEP, __name__, mixer_params=("hidden_states",))
