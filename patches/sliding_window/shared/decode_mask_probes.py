@@ -5,14 +5,24 @@ is detected, are in ``decode_mask.py``'s docstring.
 from __future__ import annotations
 
 
-def _probe(name: str, **loud: object) -> dict:
+def _probe(name: str, logit_scale: float | None = None) -> dict:
     from transformers.cache_utils import DynamicCache
 
     from hf_genfix.oracles import check_rows_against_reference, generate_steps, left_pad, tiny_model
+    from hf_genfix.oracles.outcome import ProbeSkipped
     from hf_genfix.oracles.sliding import MODELS, WINDOW, prompts
 
     model_type, extra = MODELS[name]
-    model = tiny_model(model_type, sliding_window=WINDOW, **extra, **loud)
+    try:
+        model = tiny_model(model_type, sliding_window=WINDOW, **extra)
+    except ProbeSkipped:
+        raise
+    except Exception as exc:  # noqa: BLE001 - 5.4.0's Cohere2Config types use_cache as int and rejects any override
+        raise ProbeSkipped(f"this release's {name} config refuses the tiny model: {type(exc).__name__}: "
+                           f"{str(exc).splitlines()[0] if str(exc) else ''}") from exc
+    if logit_scale is not None:
+        # On the module, not the config: 5.4.0's Cohere2Config rejects any override (its use_cache is typed int).
+        model.logit_scale = logit_scale
     rows = prompts(12, 5, seed=7)
     ids, mask = left_pad(rows)
     run = generate_steps(model, ids, mask, max_new_tokens=8, pad_token_id=0, eos_token_id=None)
