@@ -36,6 +36,7 @@ goes to upstream untouched, and so does a cache of any other layout (a ``Sliding
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any
 
@@ -58,12 +59,19 @@ def _install(patcher: Any, layer: str) -> None:
     patcher.wrap(layer, sliding_layer_forward)
 
 
+@functools.cache
+def _slices_by_position(forward: Any) -> bool:
+    """Whether the layer's forward takes 4.48.2's ``last_cache_position`` (read once per function: the wrapper runs
+    for every layer at every step)."""
+    return "last_cache_position" in inspect.signature(forward).parameters
+
+
 def sliding_layer_forward(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     from transformers.cache_utils import DynamicCache, HybridCache
 
     if not getattr(instance, "is_sliding", False) or instance.config._attn_implementation == "flash_attention_2":
         return wrapped(*args, **kwargs)
-    if "last_cache_position" in inspect.signature(wrapped).parameters:
+    if _slices_by_position(wrapped):
         return wrapped(*args, **kwargs)  # 4.48.2's layer: it slices by position itself (a patch forced there)
     try:
         call = bound_arguments(wrapped, args, kwargs)
