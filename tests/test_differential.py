@@ -174,3 +174,18 @@ def test_each_run_starts_without_the_static_cache_an_earlier_call_left_on_the_mo
     model = Model()
     pair = differential.differential(hf_genfix._activation.registry(), lambda subject: model.generate(), None, (model,))
     assert pair["verdict"] == differential.SAME_EXCEPTION, pair["detail"]
+
+
+@pytest.mark.parametrize("changed, verdict", [
+    ({"model-qwen2-vl-vision-positions": 2}, "corrected"),  # its evidence names the probe's oracle: the definition
+    ({"model-qwen2-vl-vision-positions": 2, "model-qwen2-vl-rope-deltas": 1}, "worse"),  # another patch changed too
+    ({"model-qwen2-vl-rope-deltas": 1}, "worse"),  # judged by the no-cache oracle: equality is owed
+    ({}, "worse"),  # nothing says who changed the output
+    ({"no-such-patch": 1}, "worse"),
+])
+def test_a_patch_whose_defect_the_oracle_shares_owns_its_difference(changed, verdict):
+    from hf_genfix.oracles.differential import compare
+
+    upstream, ours = _obs("pass", 1.0), _obs("pass", 1.5)
+    ours.changed = changed
+    assert compare(upstream, ours)[0] == verdict

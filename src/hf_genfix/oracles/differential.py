@@ -126,6 +126,19 @@ def differential(registry: Any, scenario: Callable[[Any], Any], subject: Any, mo
     return {"verdict": verdict, "detail": detail, "upstream": upstream, "ours": ours}
 
 
+def _corrects_the_oracle(obs: Observation) -> bool:
+    """Whether every patch that changed a call of this run declares that the sweep's no-cache oracle shares its
+    defect (``[evidence] oracle``: the forward itself is wrong, and the probe judges against a definition)."""
+    from ..catalog import manifest
+
+    if not obs.changed:
+        return False
+    try:
+        return all("oracle" in manifest(pid).evidence for pid in obs.changed)
+    except Exception:  # noqa: BLE001 - an id the catalog does not know (a test's loose manifest): no claim
+        return False
+
+
 def compare(upstream: Observation, ours: Observation) -> tuple[str, str]:
     """(verdict, detail) for one scenario: see the module docstring."""
     u, o = upstream, ours
@@ -141,6 +154,12 @@ def compare(upstream: Observation, ours: Observation) -> tuple[str, str]:
             # logit_scale of 1/16): upstream is not right there, so no bitwise equality is owed.
             return CORRECTED, (f"upstream is off by {u.figures['max_logit_diff']:.3g} against the oracle (under its "
                                f"tolerance), hf_genfix by {o.figures['max_logit_diff']:.3g}: {diff}")
+        if diff and _corrects_the_oracle(o):
+            # The patches that changed this run correct the model's own no-cache forward (their manifests' evidence
+            # names the probe's oracle, the definition): the sweep's oracle shares the defect, so upstream's pass
+            # is no proof of right, and the difference is theirs (5.3-5.5 Qwen-VL's M-RoPE positions).
+            return CORRECTED, (f"the outputs differ where {', '.join(sorted(o.changed))} corrects the model's own "
+                               f"forward, which the no-cache oracle shares: {diff}")
         if diff:
             return WORSE, f"both pass the oracle, but the outputs are not bitwise identical: {diff}"
         return IDENTICAL, f"{len(o.outputs)} output(s) bitwise identical"
