@@ -1,6 +1,7 @@
-"""model-qwen2-vl-padded-deltas / model-qwen2-5-vl-padded-deltas: on 5.2, Qwen2-VL's and Qwen2.5-VL's M-RoPE
-offsets of a left-padded row count its padding, so a turn that continues the batch's cache puts every new token of
-a padded row at the wrong position (silently wrong from the first token of the new turn).
+"""model-qwen2-vl-padded-deltas / model-qwen2-5-vl-padded-deltas: on 4.54-4.56 and 5.2, Qwen2-VL's and Qwen2.5-VL's
+M-RoPE offsets of a left-padded row count its padding, while the positions they are added to do not: every generated
+token of a padded row is placed early (4.54-4.56: every decoding step of a plain generate(); 5.2: a turn that
+continues the batch's cache), silently wrong.
 
 The defect. A Qwen-VL image takes more tokens than it advances the text positions, so the position of a text
 token after it is its index among the row's real tokens plus a per-row offset, ``rope_deltas``, which
@@ -8,12 +9,19 @@ token after it is its index among the row's real tokens plus a per-row offset, `
 position + 1 minus the *padded* width of the batch (``len(total_input_ids[i])``); Qwen2-VL also clamps it at 0.
 The positions of a turn that continues a cache (``_prepare_position_ids_for_generation``, and the model's forward
 without position ids) are the mask's running count of real tokens plus that offset: a row with ``p`` pads is
-``p`` positions early (Qwen2-VL: also wherever the clamp cut a negative offset). The decoding steps of one
+``p`` positions early (Qwen2-VL: also wherever the clamp cut a negative offset). On 5.2 the decoding steps of one
 ``generate()`` are right (they advance the prompt's own positions), so only a continued cache shows it: a second
 turn from ``out.past_key_values``, a deep-copied prompt cache. 5.3.0 computes the offset over the row's real
-tokens (``len(current_input_ids)``), unclamped. Measured on the sweep's tiny models (loud weights): a left-padded
-batch of two prompts with images of 4 and 8 soft tokens, turn 2 straight after turn 1: the padded row is 1
-position early, 4.07 (Qwen2-VL) and 6.56 (Qwen2.5-VL) off at the new turn's first token.
+tokens (``len(current_input_ids)``), unclamped. 4.54-4.56 had the same offsets and the same mask-counted positions
+at *every* decoding step (``prepare_inputs_for_generation``: ``model_inputs["position_ids"] + rope_deltas``, the
+positions generate() counts from the attention mask): from a left-padded batch's first generated token on, a
+padded row is ``p`` positions early (the sweep's image-loud-cached-padded: 2.35 Qwen2-VL, 8.06 Qwen2.5-VL on
+4.56.0). 4.53 and 4.57-5.1 add the offset to ``cache_position``, which counts the padding too, and are right; there
+the model's forward without position ids continues a cache the same way, and on 4.54-4.56 that path raises
+upstream (an in-place add on an expanded tensor), so no call that was right reads the corrected offsets.
+Measured on 5.2 on the sweep's tiny models (loud weights): a left-padded batch of two prompts with images of 4 and 8
+soft tokens, turn 2 straight after turn 1: the padded row is 1 position early, 4.07 (Qwen2-VL) and 6.56
+(Qwen2.5-VL) off at the new turn's first token.
 
 Detection. ``probe_*``: that batch, turn 1 (3 tokens), then turn 2 from ``out.past_key_values`` with 4 new text
 tokens and no other call between (the offsets the model keeps are the batch's own, which
