@@ -1,0 +1,11 @@
+"""model-qwen2-vl-vision-positions: Qwen2-VL on 5.3-5.5: the rotary positions of a video's frames are wrong (every
+frame at one temporal position, the heights interleaved across frames): silently wrong from the prompt on, and every
+continuation of its cache
+
+The correction is shared with model-qwen2-5-vl-vision-positions: ``patches/models/shared/mrope_vision_positions.py``,
+whose docstring gives the defect, how it is detected and the correction.
+"""
+
+from hf_genfix._patches.models.shared.mrope_vision_positions import install_qwen2_vl as install
+
+__all__ = ["install"]

@@ -1,0 +1,133 @@
+"""The probes of ``model-qwen2-5-vl-vision-positions``, ``model-qwen2-vl-vision-positions``: the defect, and how it
+is detected, are in ``mrope_vision_positions.py``'s docstring.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+VIDEO = 123  # the sweep's tiny Qwen-VL configs' video_token_id
+
+
+def probe_qwen2_5_vl() -> dict:
+    """One image (one frame: the interval is tokens_per_second). Not a video: where a video's temporal positions
+    reach past its height and width, the releases disagree on where the text after it starts (4.x and 5.2: after
+    the block's largest position; 5.6 on: ``start + max(h, w)``), so the definition is not settled there."""
+    from hf_genfix.oracles.sweep.families import IMAGE
+
+    return _probe("qwen2_5_vl", IMAGE, (1, 4, 8))
+
+
+def probe_qwen2_vl() -> dict:
+    """A video of two temporal patches (interval 1: the frames and the heights; Qwen2-VL's images are right)."""
+    return _probe("qwen2_vl", VIDEO, (2, 4, 4))
+
+
+def _probe(arch: str, token: int, grid: tuple) -> dict:
+    from hf_genfix.oracles.sweep.families import ImageTextSubject
+    from hf_genfix.oracles.sweep.imagetext import loud
+
+    s = ImageTextSubject(arch)
+    with loud(s.model):
+        return _check(s, token, grid)
+
+
+def _check(s: Any, token: int, grid: tuple) -> dict:
+    import inspect
+
+    import torch
+
+    from hf_genfix.oracles import ProbeSkipped, reference
+    from hf_genfix.oracles.sweep.families import BOI, EOI
+
+    config = s.model.config
+    merge = config.vision_config.spatial_merge_size
+    temporal_patch = config.vision_config.temporal_patch_size
+    t, h, w = grid[0], grid[1] // merge, grid[2] // merge  # grid_thw in patches; the block's tokens: t x h x w
+    gen = torch.Generator().manual_seed(7)
+    ids = [1, 11, 12, BOI] + [token] * (t * h * w) + [EOI, 13, 14, 15, 16]
+    patches = torch.rand(grid[0] * grid[1] * grid[2], 3 * temporal_patch * 4, generator=gen)  # 2x2-pixel patches
+    kind = "image" if token != VIDEO else "video"
+    kwargs: dict[str, Any] = {f"pixel_values{'' if kind == 'image' else '_videos'}": patches.to(s.model.dtype),
+                              f"{kind}_grid_thw": torch.tensor([list(grid)])}
+    input_ids = torch.tensor([ids])
+    if "mm_token_type_ids" in inspect.signature(s.model.forward).parameters:
+        kwargs["mm_token_type_ids"] = torch.tensor([[{token: 1 if kind == "image" else 2}.get(i, 0) for i in ids]])
+    interval = 1
+    if kind == "image" and getattr(config.vision_config, "tokens_per_second", None) is not None \
+            and config.model_type == "qwen2_5_vl":
+        interval = config.vision_config.tokens_per_second  # 1 second per image
+    positions = _definition(ids, token, (t, h, w), interval)
+    with torch.no_grad():
+        try:
+            own = s.model(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), **kwargs).logits[0]
+        except ValueError as exc:
+            if kind == "video" and "Video features and video tokens do not match" in str(exc):
+                # 4.54's Qwen2-VL looks for a video's placeholders under image_token_id: it refuses every video
+                # (loud, another defect); nothing to measure here
+                raise ProbeSkipped(f"this release's {config.model_type} refuses a video: {exc}") from exc
+            raise
+        defined = s.model(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), position_ids=positions,
+                          **kwargs).logits[0]
+    diff = reference.assert_close(own.float(), defined.float(), f"{config.model_type}: the forward of a prompt with "
+                                  f"one {kind} ({t} frame(s) of {h}x{w} tokens) vs the same forward given the M-RoPE "
+                                  "positions of the definition")
+    return {"max_logit_diff": diff}
+
+
+def _definition(ids: list, token: int, thw: tuple, interval: int) -> Any:
+    """M-RoPE positions as Qwen2-VL defines them, shape (3, 1, len(ids)): text tokens one apart on all three rows;
+    the block's token (f, i, j) at (start + f * interval, start + i, start + j); the text after the block from
+    start + max(h, w) on."""
+    import torch
+
+    t, h, w = thw
+    rows: list[list[int]] = [[], [], []]
+    pos, k = 0, 0
+    while k < len(ids):
+        if ids[k] != token:
+            for r in rows:
+                r.append(pos)
+            pos, k = pos + 1, k + 1
+            continue
+        for f in range(t):
+            for i in range(h):
+                for j in range(w):
+                    rows[0].append(pos + f * interval)
+                    rows[1].append(pos + i)
+                    rows[2].append(pos + j)
+        pos, k = pos + max(h, w), k + t * h * w
+    return torch.tensor(rows).unsqueeze(1)
+
+
+# -- the checks both patches' tests make (each test names its patch and the method it wraps) ------------------------
+GRIDS = [((2, 4, 6), 1), ((3, 2, 2), 2), ((1, 4, 8), 2), ((4, 6, 4), 25)]  # (t, h, w) in patches, interval
+
+
+def check_block_positions(patch: str, method: Any, grid: tuple, interval: int) -> None:
+    """``method`` (a class's ``get_vision_position_ids``) gives the definition's positions for a block of ``grid``
+    patches (merged 2x2) at ``interval``, and upstream's differ (the check can fail)."""
+    import torch
+
+    import hf_genfix
+
+    got = method(None, 5, torch.tensor(grid), 1, 2, interval)
+    t, h, w = grid[0], grid[1] // 2, grid[2] // 2
+    want = torch.tensor([[5 + f * interval, 5 + i, 5 + j] for f in range(t) for i in range(h) for j in range(w)]).T
+    assert torch.equal(got.long(), want)
+    with hf_genfix.disabled(patch):
+        upstream = method(None, 5, torch.tensor(grid), 1, 2, interval)
+    assert not torch.equal(upstream.long(), want)
+
+
+def check_one_frame_is_upstream(patch: str, method: Any) -> None:
+    """A one-frame block at interval 1 (a tensor start, as get_rope_index passes after a first block) is upstream's
+    tensor, dtype included."""
+    import torch
+
+    import hf_genfix
+
+    with hf_genfix.disabled(patch):
+        upstream = method(None, torch.tensor(3), torch.tensor([1, 4, 6]), 1, 2)
+    got = method(None, torch.tensor(3), torch.tensor([1, 4, 6]), 1, 2)
+    assert torch.equal(got, upstream) and got.dtype == upstream.dtype
