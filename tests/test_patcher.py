@@ -156,3 +156,54 @@ def test_stacked_wrappers_are_seen_and_class_copies_adopted(module):
     inner.undo()
     assert patch_of(copy.__dict__["step"]) is None and copy().step(1) == ("child", 1)
     assert patch_of(module.Base.__dict__["step"]) is None
+
+
+def _hooks(name):
+    """The shape of 5.13-5.15's ``force_accelerate_hooks``: a decorator without ``functools.wraps``."""
+    def decorator(forward):
+        def wrapped(self, *args, **kwargs):
+            getattr(self, name, None)
+            return forward(self, *args, **kwargs)
+        return wrapped
+    return decorator
+
+
+def test_signature_sees_through_a_decorator_that_hides_it():
+    from hf_genfix.toolkit import bound_arguments, signature
+
+    class Mixer:
+        @_hooks("conv1d")
+        def forward(self, hidden_states, cache_params=None, attention_mask=None):
+            return hidden_states
+
+    # What require checks and what a wrapper binds with: the decorated forward's own parameters.
+    assert list(signature(Mixer.forward).parameters) == ["self", "hidden_states", "cache_params", "attention_mask"]
+    assert list(signature(Mixer().forward).parameters) == ["hidden_states", "cache_params", "attention_mask"]
+    m = Mixer()
+    assert bound_arguments(Mixer.forward, (m, "h"), {"attention_mask": 1}) == \
+        {"self": m, "hidden_states": "h", "attention_mask": 1}
+    # Everything else is inspect.signature's: a (*args, **kwargs) function that closes over no single function,
+    # or over two, or one that says what it wraps.
+    def forwards(*args, **kwargs):
+        return args, kwargs
+    assert signature(forwards) == inspect.signature(forwards)
+    first, second = (lambda a: a), (lambda b: b)
+
+    def two(*args, **kwargs):
+        return first(*args) or second(**kwargs)
+    assert signature(two) == inspect.signature(two)
+
+    def told(*args, **kwargs):
+        return first(*args)
+    told.__wrapped__ = second
+    assert signature(told) == inspect.signature(told)
+
+
+def test_require_checks_the_parameters_behind_such_a_decorator(module):
+    def step(self, input_ids, past_key_values=None):
+        return input_ids
+    module.Plain.step = _hooks("conv1d")(step)
+    p = patcher("genfix_fake_target:Plain.step")
+    p.require("genfix_fake_target:Plain.step", "past_key_values")
+    with pytest.raises(Drift, match="cache_position"):
+        p.require("genfix_fake_target:Plain.step", "cache_position")

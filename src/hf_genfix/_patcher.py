@@ -169,9 +169,31 @@ def _lookup(parent: Any, name: str) -> Any:
 def _signature_of(value: Any) -> inspect.Signature | None:
     func = getattr(value, "__func__", value)  # classmethod / staticmethod objects
     try:
-        return inspect.signature(func)
+        return signature(func)
     except (TypeError, ValueError):
         return None
+
+
+def signature(func: Any) -> inspect.Signature:
+    """``inspect.signature(func)``, seeing through a decorator that forwards ``(*args, **kwargs)`` (or
+    ``(self, *args, **kwargs)``) to the one function it closes over, without ``functools.wraps`` (5.13-5.15's
+    ``force_accelerate_hooks`` on the Mamba mixers' forward hid their parameters so). A bound method's ``self`` is
+    left out, as ``inspect.signature`` leaves it out; every other signature is ``inspect.signature``'s."""
+    sig = inspect.signature(func)
+    plain = getattr(func, "__func__", func)
+    var = [inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD]
+    kinds = [p.kind for p in inspect.signature(plain).parameters.values()] if plain is not func else \
+        [p.kind for p in sig.parameters.values()]
+    if kinds not in (var, [inspect.Parameter.POSITIONAL_OR_KEYWORD, *var]) or hasattr(plain, "__wrapped__"):
+        return sig
+    inner = [c.cell_contents for c in getattr(plain, "__closure__", None) or ()
+             if inspect.isfunction(getattr(c, "cell_contents", None))]
+    if len(inner) != 1:
+        return sig
+    found = inspect.signature(inner[0])
+    if plain is not func and len(kinds) == 3:  # a bound method: its self is bound
+        return found.replace(parameters=list(found.parameters.values())[1:])
+    return found
 
 
 class Patcher:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hf_genfix.toolkit import bound_arguments, recorder
+from hf_genfix.toolkit import bound_arguments, recorder, signature
 
 TARGET = "transformers.models.bamba.modeling_bamba:BambaModel.forward"
 # The keywords the cache arrives under: ``cache`` from 5.24; ``past_key_values`` before (and, deprecated, after).
@@ -35,9 +35,8 @@ _record = recorder(__name__)
 
 
 def _parameters(func: Any) -> Any:
-    import inspect
-
-    return inspect.signature(func).parameters
+    
+    return signature(func).parameters
 
 
 def install(patcher: Any) -> None:

@@ -32,8 +32,9 @@ the recurrence is the caller's guess, not ours). The cost: one mixer call per to
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
+
+from hf_genfix.toolkit import signature
 
 MIXER = "transformers.models.falcon_h1.modeling_falcon_h1:FalconH1Mixer.forward"
 
@@ -49,7 +50,7 @@ def _chunk_after_state(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -
     hidden = args[0] if args else kwargs.get("hidden_states")
     if hidden is None or hidden.shape[1] < 2:  # a decoding step: upstream's one-token path, untouched
         return wrapped(*args, **kwargs)
-    bound = inspect.signature(wrapped).bind(*args, **kwargs)
+    bound = signature(wrapped).bind(*args, **kwargs)
     cache = bound.arguments.get("cache_params")
     positions, mask = bound.arguments.get("cache_position"), bound.arguments.get("attention_mask")
     if cache is None or not _has_state(cache, instance.layer_idx, hidden, positions):

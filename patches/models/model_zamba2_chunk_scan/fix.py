@@ -36,12 +36,11 @@ kernels' path is not wrapped).
 from __future__ import annotations
 
 import importlib
-import inspect
 from typing import Any
 
 from hf_genfix._patches.models.shared.ssm_continuation import has_state
 
-from hf_genfix.toolkit import recorder
+from hf_genfix.toolkit import recorder, signature
 
 record = recorder(__name__)  # this patch's reports to hf_genfix.recording()
 
@@ -57,7 +56,7 @@ def install(patcher: Any) -> None:
 def _torch_forward(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     import torch
 
-    bound = inspect.signature(wrapped).bind(*args, **kwargs)
+    bound = signature(wrapped).bind(*args, **kwargs)
     hidden = bound.arguments["input_states"]
     cache, mask = bound.arguments.get("cache_params"), bound.arguments.get("attention_mask")
     n, k, layer = hidden.shape[1], int(instance.chunk_size), instance.layer_idx

@@ -4,8 +4,9 @@ after a cached state are refused with a clear error (the defect and why: ``model
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
+
+from hf_genfix.toolkit import signature
 
 
 class MambaStateChunkUnsupported(RuntimeError):
@@ -20,7 +21,7 @@ def install_refusal(patcher: Any, forward: str, patch: str) -> None:
 
 
 def _forward(wrapped: Any, instance: Any, args: tuple, kwargs: dict, switch: str) -> Any:
-    bound = inspect.signature(wrapped).bind(*args, **kwargs)
+    bound = signature(wrapped).bind(*args, **kwargs)
     cache = bound.arguments.get("cache_params")
     ids, embeds = bound.arguments.get("input_ids"), bound.arguments.get("inputs_embeds")
     fed = ids.shape[1] if ids is not None else embeds.shape[1] if embeds is not None else 0

@@ -28,6 +28,8 @@ import functools
 import inspect
 from typing import Any
 
+from hf_genfix.toolkit import signature
+
 COUNT = "_hf_genfix_columns_fed"  # an attribute of the cache: the columns of input fed into its states so far
 PADS_AFTER_STATE = "_hf_genfix_pads_after_state"  # an attribute of the cache: a chunk after a state held pads
 # A fix that installs ``split_after_state`` says so as its ``NOT_BITWISE`` (the sweep's rounding verdict reads it).
@@ -50,7 +52,7 @@ def install_continuation(patcher: Any, mixer: str | None, backbone: str | None =
         if target is None:
             continue
         value = patcher.require(target, *params)
-        if not {"cache", "cache_params"} & set(inspect.signature(value).parameters):
+        if not {"cache", "cache_params"} & set(signature(value).parameters):
             raise Drift(f"{target} takes neither cache nor cache_params")
     if mixer is not None:
         patcher.wrap(mixer, split_after_state)
@@ -87,7 +89,7 @@ def split_after_state(wrapped: Any, instance: Any, args: tuple, kwargs: dict) ->
     hidden = args[0] if args else kwargs.get("hidden_states")
     if hidden is None or hidden.dim() != 3 or hidden.shape[1] < 2:
         return wrapped(*args, **kwargs)
-    bound = inspect.signature(wrapped).bind(*args, **kwargs)
+    bound = signature(wrapped).bind(*args, **kwargs)
     cache = _cache_argument(bound)
     layer = getattr(instance, "layer_idx", None)
     if cache is None or layer is None or not has_state(cache, layer):
@@ -143,7 +145,7 @@ def _before_5_17() -> bool:
 
 def count_fed(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     """The backbone: after the call, the cache's count is the columns fed since it held no state."""
-    bound = inspect.signature(wrapped).bind(*args, **kwargs)
+    bound = signature(wrapped).bind(*args, **kwargs)
     ids, embeds = bound.arguments.get("input_ids"), bound.arguments.get("inputs_embeds")
     fed = ids.shape[1] if ids is not None else embeds.shape[1] if embeds is not None else None
     cache = _cache_argument(bound)
@@ -172,7 +174,7 @@ def count_fed(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
 def slice_continuation(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     """The model's prepare_inputs_for_generation: a first iteration over a cache that holds a state feeds only the
     columns the cache has not seen, as generate() does for an attention cache of that length."""
-    bound = inspect.signature(wrapped).bind(*args, **kwargs)
+    bound = signature(wrapped).bind(*args, **kwargs)
     extra = bound.arguments.get("kwargs") or {}
     ids = bound.arguments.get("input_ids")
     cache = _cache_argument(bound)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextvars
 from typing import Any, Sequence
 
-from hf_genfix.toolkit import Drift, recorder
+from hf_genfix.toolkit import Drift, recorder, signature
 
 # The limit of the mixer whose forward is running (None outside one): one variable for every mixer, each call
 # restoring the value it found.
@@ -43,10 +43,9 @@ def install(patcher: Any, mixer: str, step: str, patch_module: str, mixer_params
 
 
 def _parameters(func: Any) -> set:
-    import inspect
-
+    
     try:
-        params = inspect.signature(func).parameters
+        params = signature(func).parameters
     except (TypeError, ValueError):
         return set()
     return {name for name, p in params.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}

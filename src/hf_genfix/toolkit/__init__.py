@@ -10,7 +10,8 @@ is used), not another family's code, not another patch's folder. Code that two f
   ``replace``, ``wrap_subclasses``, ``add_to_subclasses``, ``require``, ``on``, ``patch_id`` and
   ``transformers_version`` (docs/writing-a-patch.md says what each does).
 - ``Drift``: raise it in ``install`` when the release lacks what the fix needs.
-- ``bound_arguments``: a call's arguments by name.
+- ``bound_arguments``: a call's arguments by name; ``signature``: a function's parameters, seen through a decorator
+  that hides them behind ``(*args, **kwargs)`` (what ``require`` checks, and what a wrapper binds with).
 - ``recorder``: how a wrapper reports the calls it sees and changes (``hf_genfix.recording()``), as its own patch.
 - ``hidden_from_warnings``, ``resolve``, ``reset_in_child``, ``hold_across_fork``, ``env_name``: the core's
   mechanisms a fix needs (warnings that point at the user's line, a target's owner, locks safe across fork, the
@@ -35,10 +36,11 @@ from .. import _record
 from .._config import env_name
 from .._errors import Drift, HFGenfixWarning
 from .._fork import hold_across_fork, reset_in_child
-from .._patcher import hidden_from_warnings, resolve
+from .._patcher import hidden_from_warnings, resolve, signature
 
 __all__ = ["Drift", "Patcher", "Recorder", "bound_arguments", "env_name", "hidden_from_warnings",
-           "forget_warnings", "hold_across_fork", "patch_of_module", "recorder", "reset_in_child", "resolve", "warn_once"]
+           "forget_warnings", "hold_across_fork", "patch_of_module", "recorder", "reset_in_child", "resolve",
+           "signature", "warn_once"]
 
 
 class Patcher(Protocol):
@@ -57,8 +59,9 @@ class Patcher(Protocol):
 
 def bound_arguments(func: Any, args: tuple, kwargs: dict) -> dict:
     """The call's arguments by name (keyword extras flattened), without defaults."""
-    bound = inspect.signature(func).bind(*args, **kwargs).arguments
-    for name, param in inspect.signature(func).parameters.items():
+    sig = signature(func)
+    bound = sig.bind(*args, **kwargs).arguments
+    for name, param in sig.parameters.items():
         if param.kind is inspect.Parameter.VAR_KEYWORD and name in bound:
             bound.update(bound.pop(name))
     return dict(bound)
