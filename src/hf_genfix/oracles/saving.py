@@ -59,12 +59,13 @@ def _json_difference(x: bytes, y: bytes) -> str:
 
 
 # -- a remote-code model written for 5.x (and 4.x): what a current Hub repo with its own code looks like ----------
-def write_modern_remote_repo(directory: str | Path, **config: Any) -> Path:
+def write_modern_remote_repo(directory: str | Path, repo: str = "modern", **config: Any) -> Path:
     """A tiny remote-code repo whose code is written for the current API (``remote_repos/modern``: a Llama
-    subclass); ``config`` entries are merged into its ``config.json``."""
+    subclass; ``modern_tied``: the same with 5.x's ``{target: source}`` ``_tied_weights_keys``); ``config`` entries
+    are merged into its ``config.json``."""
     from .legacy_models import write_repo
 
-    directory = write_repo("modern", directory)
+    directory = write_repo(repo, directory)
     entries = {
         "model_type": "modern_remote", "architectures": ["ModernForCausalLM"],
         "auto_map": {"AutoConfig": "configuration_modern.ModernConfig",
@@ -357,6 +358,10 @@ def _modern(**config: Any) -> Callable[[Path], Path]:
     return lambda directory: write_modern_remote_repo(directory, **config)
 
 
+def _modern_tied(directory: Path) -> Path:
+    return write_modern_remote_repo(directory, repo="modern_tied", tie_word_embeddings=True)
+
+
 def _family(family: str) -> Callable[[Path], Path]:
     def write(directory: Path) -> Path:
         from .legacy_models import write_family
@@ -367,9 +372,9 @@ def _family(family: str) -> Callable[[Path], Path]:
 
 
 def remote_scenarios() -> list[SaveScenario]:
-    """Remote-code repos: one written for the current API (plain, and with ``use_cache`` and a 4.x-style
-    ``rope_scaling`` in its ``config.json``), the legacy families of ``oracles.legacy_models`` and its remote
-    MoE."""
+    """Remote-code repos: one written for the current API (plain, with ``use_cache`` and a 4.x-style
+    ``rope_scaling`` in its ``config.json``, and on 5.x with tied weights in 5.x's mapping form), the legacy
+    families of ``oracles.legacy_models`` and its remote MoE."""
     from .legacy_models import FAMILIES
 
     out = [
@@ -381,6 +386,11 @@ def remote_scenarios() -> list[SaveScenario]:
         config_scenario("modern", _modern()),
         config_scenario("modern", _modern(), "pickle"),
     ]
+    import transformers
+
+    if int(transformers.__version__.split(".")[0]) >= 5:  # 5.x's {target: source} form (4.x reads a list)
+        # tied weights omitted from the checkpoint (5.3 left them on the meta device: remote-code-tied-missing-keys)
+        out.append(model_scenario("modern-tied", _modern_tied, "from_pretrained"))
     for family in FAMILIES:
         out.append(config_scenario(family, _family(family)))
         out.append(config_scenario(family, _family(family), "deepcopy"))
