@@ -1,4 +1,4 @@
-"""model-falcon-mamba-continuation: Falcon-Mamba's copy of Mamba's continuation defect (5.17.0-5.24.0): several tokens
+"""model-falcon-mamba-continuation: Falcon-Mamba's copy of Mamba's continuation defect (5.5.0-5.24.0): several tokens
 after a cache restart the SSM scan from zeros, and generate() feeds a continued conversation again on top of the
 state. The defect, its detection and its correction are ``model-mamba-continuation``'s (``FalconMambaMixer`` is
 Mamba's mixer with weightless RMS norms on B, C and the time step); its own manifest because its own module. Measured:

@@ -1,11 +1,12 @@
 """model-mamba-continuation: Mamba forgets its cached SSM state when several tokens follow a cache, and generate()
 feeds a continued conversation on top of the state that already holds its start (5.x caches of recurrent states).
 
-The defect. On 5.17.0-5.24.0 (Mamba's states in the generic cache, ``LinearAttentionLayer``s of a ``DynamicCache``;
-earlier releases are wrong too but run other code, see the manifest), two things go wrong in the plainest
-continuations: (1) ``MambaMixer.forward`` starts the selective scan from a zero state whenever more than one token
-comes, even after a cache that holds one (its one-token path reads the state; its "prompt" path does not); (2)
-generate() slices the ids by the cache's length, and a cache of recurrent states has none, so
+The defect. On 5.5.0-5.24.0 (Mamba's states in 5.x's generic cache; 5.13-5.16 put the mixer's forward behind
+accelerate's ``force_accelerate_hooks``, whose ``(*args, **kwargs)`` the patcher sees through; earlier releases are
+wrong too but run other code, see the manifest and ``model-mamba-state-chunk``'s refusal), two things go wrong in
+the plainest continuations: (1) ``MambaMixer.forward`` starts the selective scan from a zero state whenever more
+than one token comes, even after a cache that holds one (its one-token path reads the state; its "prompt" path does
+not); (2) generate() slices the ids by the cache's length, and a cache of recurrent states has none, so
 ``generate(out.sequences + next turn, past_key_values=out.past_key_values)`` and the documented prefix-cache reuse
 (``generate(prefix + continuation, past_key_values=copy.deepcopy(cache))``) feed the whole conversation again on
 top of the state. Both are silent: on the hunt's tiny Mamba (weights of std 0.3, state 8, conv 4) a second turn is

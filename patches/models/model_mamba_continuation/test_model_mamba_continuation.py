@@ -84,9 +84,22 @@ def test_new_tokens_alone_after_a_cache_continue_the_state(subject):
         pytest.skip("a hybrid: its attention needs the caller's positions for tokens fed alone")
     with torch.no_grad():
         out = model(torch.tensor([ROW]), use_cache=True)
-        cache = getattr(out, "cache", None) or out.past_key_values
-        logits = model(torch.tensor([TURN]), cache=copy.deepcopy(cache), use_cache=True).logits[0]
+        keyword, cache = _returned_cache(model, out)
+        logits = model(torch.tensor([TURN]), **{keyword: copy.deepcopy(cache)}, use_cache=True).logits[0]
     assert max_diff(logits, reference_logits(model, ROW + TURN)[len(ROW):]) <= 1e-4
+
+
+CACHE_NAMES = ("cache", "past_key_values", "cache_params")  # the names releases give a state-space model's cache
+
+
+def _returned_cache(model, out):
+    """The cache a forward returned, and the keyword the model's forward takes it back by: the output's own name where
+    the forward has that parameter (Mamba's classes say cache_params up to 5.24), else the first the forward has."""
+    import inspect
+
+    params = inspect.signature(model.forward).parameters
+    name, cache = next((n, getattr(out, n)) for n in CACHE_NAMES if getattr(out, n, None) is not None)
+    return (name if name in params else next(n for n in CACHE_NAMES if n in params)), cache
 
 
 def test_without_the_patch_the_second_turn_is_wrong(subject):

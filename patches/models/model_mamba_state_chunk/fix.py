@@ -1,6 +1,6 @@
-"""model-mamba-state-chunk: before 5.17 (4.56.2-5.15.0 measured), Mamba given a cache that already holds a state
+"""model-mamba-state-chunk: before 5.5 (4.56.2-5.4.0 measured), Mamba given a cache that already holds a state
 and more than one token is silently wrong, and no correction is safe here: the patch refuses the call with a clear
-error (from 5.17.0 ``model-mamba-continuation`` corrects it).
+error (from 5.5.0 ``model-mamba-continuation`` corrects it).
 
 The defect. On 4.x and 5.0-5.4 (``MambaCache``; 5.5-5.16 keep the same two paths in the generic cache),
 ``MambaForCausalLM.forward`` documents ``cache_params`` as "the model uses the previous state ... as if

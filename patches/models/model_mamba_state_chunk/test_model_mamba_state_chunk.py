@@ -61,8 +61,14 @@ def test_continuing_a_state_with_several_tokens_is_refused(mamba):
 
 def test_without_the_patch_it_is_silently_wrong(mamba):
     patch, model = mamba
-    with hf_genfix.disabled(patch), pytest.raises(DefectObserved):
-        _continue(model)
+    with hf_genfix.disabled(patch):
+        try:
+            _continue(model)
+        except DefectObserved:
+            return
+        except RuntimeError as exc:  # 5.4.0: upstream's mixer raises on this call (loud: nothing silent to show)
+            pytest.skip(f"upstream raises on this continuation here: {exc}")
+    pytest.fail("upstream's continuation matched the no-cache forward: no defect for this patch to refuse")
 
 
 def test_a_plain_cached_generate_is_upstreams(mamba):
