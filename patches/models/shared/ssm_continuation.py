@@ -102,13 +102,12 @@ def split_after_state(wrapped: Any, instance: Any, args: tuple, kwargs: dict) ->
     # The mask the mixer is given: of the fed tokens (5.17 on), or of the whole sequence so far (Zamba before 5.17,
     # whose decode steps get the mask up to their token: with its hybrid cache's one has_previous_state flag up to
     # 5.4, and with the generic per-layer cache on 5.5-5.16 -- keyed on the flag alone, 5.12.0's second turn stayed
-    # wrong by 5.13 -- there only for a batch without padding: a left-padded batch prefilled in chunks passes the
-    # chunks with pads after a state to upstream, and splitting the later ones mixes two paths (1.2e-4 on the
-    # sweep's tame Zamba, 5.12.0, where upstream passed); a 5.17+ mixer given a wider mask is upstream's, bitwise).
-    # Either way the fed tokens' columns must all be ones: a pad among them has no place in a recurrence that we
-    # could know.
-    legacy = isinstance(getattr(cache, "has_previous_state", None), bool) or (
-        _before_5_17() and mask is not None and bool((mask == 1).all()))
+    # wrong by 5.13; a 5.17+ mixer given a wider mask is upstream's, bitwise). A left-padded batch's pads lie in the
+    # columns before the cached ones there, and its second turn is split like a single row's (7.78 -> 7.6e-05 on
+    # 5.11-5.14; until session 21 such a batch was left to upstream). Either way the fed tokens' columns must all be
+    # ones: a pad among them has no place in a recurrence that we could know, and a chunked prefill whose later
+    # chunks hold pads stays upstream's (PADS_AFTER_STATE).
+    legacy = isinstance(getattr(cache, "has_previous_state", None), bool) or _before_5_17()
     if mask is not None and (mask.dim() != 2 or mask.shape[-1] < n or (mask.shape[-1] != n and not legacy)):
         return wrapped(*args, **kwargs)
     if getattr(cache, PADS_AFTER_STATE, False):
