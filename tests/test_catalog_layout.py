@@ -103,7 +103,9 @@ def test_the_catalog_hands_out_a_patch_by_its_id():
     from hf_genfix import catalog
 
     m = catalog.manifest("model-xglm-positions")
-    assert catalog.patch_folder(m) == PATCHES / "models" / "model_xglm_positions"
+    # the catalog shipped with the installed hf_genfix: this tree's patches/ in a checkout, a copy in a wheel (tox)
+    assert catalog.patch_folder(m) == Path(catalog.manifest_dir()) / "models" / "model_xglm_positions"
+    assert (PATCHES / "models" / "model_xglm_positions" / "manifest.toml").is_file()
     assert catalog.fix("model-xglm-positions").__name__ == "hf_genfix._patches.models.model_xglm_positions.fix"
     assert callable(catalog.probe("model-xglm-positions"))
     program = catalog.program("model-xglm-positions")

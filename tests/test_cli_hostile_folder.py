@@ -29,11 +29,12 @@ from hf_genfix import runner
 # preloaded libraries, then each child runs _CHILD on its program (the tokenizer's for pad-token).
 PLAIN_CHILD = """
 import contextlib, importlib, io, json, sys
+from hf_genfix import catalog
 from hf_genfix.oracles import user_programs
 for lib in user_programs.PRELOADED:
     with contextlib.suppress(Exception):
         importlib.import_module(lib)
-sys.argv[1:] = [user_programs.PROGRAMS["tokenizer"]]
+sys.argv[1:] = [catalog.program("pad-token").imports]
 with contextlib.redirect_stdout(io.StringIO()):
     exec(user_programs._CHILD, {})
 print(json.dumps(sorted(sys.modules)))
