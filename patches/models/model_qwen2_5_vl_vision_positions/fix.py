@@ -1,4 +1,4 @@
-"""model-qwen2-5-vl-vision-positions: Qwen2.5-VL on 5.3-5.5: the rotary positions of every image (and of a video's
+"""model-qwen2-5-vl-vision-positions: Qwen2.5-VL on 5.3.0-5.5.3: the rotary positions of every image (and of a video's
 frames) are wrong, the block's start multiplied by the time interval (silently wrong from the prompt on, and every
 continuation of its cache)
 
