@@ -1,4 +1,4 @@
-"""model-qwen2-5-vl-vision-positions: on 5.3-5.5 Qwen2.5-VL's M-RoPE positions of a vision block follow the
+"""model-qwen2-5-vl-vision-positions: on 5.3.0-5.5.3 Qwen2.5-VL's M-RoPE positions of a vision block follow the
 definition (5.6's).
 
 ``get_vision_position_ids`` put every frame of a block at ``start * time_interval``: a video's frames share one

@@ -1,6 +1,6 @@
-"""model-qwen2-vl-vision-positions / model-qwen2-5-vl-vision-positions: on 5.3-5.5, Qwen2-VL and Qwen2.5-VL place the
-tokens of a video, and Qwen2.5-VL those of every image, at the wrong rotary positions: silently wrong from the prompt
-on.
+"""model-qwen2-vl-vision-positions / model-qwen2-5-vl-vision-positions: on 5.3-5.5 (Qwen2.5-VL: to 5.5.3), Qwen2-VL and
+Qwen2.5-VL place the tokens of a video, and Qwen2.5-VL those of every image, at the wrong rotary positions: silently
+wrong from the prompt on.
 
 The defect. 5.3.0 moved the positions of one image or video block into ``get_vision_position_ids(start_position,
 grid_thw, temp_merge_size, spatial_merge_size, time_interval)``, one copy per model class. Its body (5.3.0-5.5.4)
