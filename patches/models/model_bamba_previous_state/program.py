@@ -1,0 +1,20 @@
+"""The plain program that meets ``model-bamba-previous-state``: a cached generate() on a tiny Bamba.
+
+Its top level is what such a program imports: ``hf-genfix doctor`` runs it in a fresh interpreter, where those
+imports decide whether the patch is installed. ``run(repo, applied)`` is what the program does: the patch's test
+runs it in a fresh interpreter after the imports, and requires the patch installed (``applied(id)`` says whether a
+patch is).
+"""
+
+from transformers import BambaConfig, BambaForCausalLM
+
+
+def run(repo, applied):
+    import torch
+
+    config = BambaConfig(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, attn_layer_indices=[1], mamba_n_heads=8,
+                         mamba_d_head=8, mamba_d_state=16, mamba_chunk_size=16)
+    model = BambaForCausalLM(config).eval()
+    ids = torch.tensor([[3, 4, 5, 6, 7, 8, 9, 10, 11, 12]])
+    model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sample=False)

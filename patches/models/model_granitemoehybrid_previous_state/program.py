@@ -1,0 +1,22 @@
+"""The plain program that meets ``model-granitemoehybrid-previous-state``: a cached generate() on a tiny GraniteMoeHybrid.
+
+Its top level is what such a program imports: ``hf-genfix doctor`` runs it in a fresh interpreter, where those
+imports decide whether the patch is installed. ``run(repo, applied)`` is what the program does: the patch's test
+runs it in a fresh interpreter after the imports, and requires the patch installed (``applied(id)`` says whether a
+patch is).
+"""
+
+from transformers import GraniteMoeHybridConfig, GraniteMoeHybridForCausalLM
+
+
+def run(repo, applied):
+    import torch
+
+    config = GraniteMoeHybridConfig(vocab_size=128, hidden_size=32, intermediate_size=64,
+                                    num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                    layer_types=["mamba", "attention"], mamba_n_heads=8, mamba_d_head=8,
+                                    mamba_d_state=16, mamba_chunk_size=16, num_local_experts=4,
+                                    num_experts_per_tok=2, shared_intermediate_size=64)
+    model = GraniteMoeHybridForCausalLM(config).eval()
+    ids = torch.tensor([[3, 4, 5, 6, 7, 8, 9, 10, 11, 12]])
+    model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sample=False)
