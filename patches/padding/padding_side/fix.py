@@ -10,7 +10,8 @@ generic ``TokenizersBackend`` instead, whose default is 'right', without the rep
   than its model type's" and falls back to ``TokenizersBackend`` (5.3 added the ``is not None`` guard);
 - a Mistral-style repo (``model_type`` mistral with ``LlamaTokenizer``): the mapping says ``TokenizersBackend``
   (or ``MistralCommonBackend``, which is 'left', when mistral-common is installed), which differs from the
-  named class, so every 5.x release takes the same fallback;
+  named class, so every 5.x release but 5.6 takes the same fallback (5.6.0-5.6.2 trusted any specialized class
+  a repo names; 5.7.0 went back to 5.5's rule: the range leaves 5.6 out);
 - from 5.3 the model types in ``MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS`` (e.g. phi3, whose repos name
   ``LlamaTokenizer``) are forced to ``TokenizersBackend`` too.
 A right-padded batch then reaches ``generate()`` (see ``right-padding``) in code that was correct on 4.x.
