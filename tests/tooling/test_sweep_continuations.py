@@ -58,3 +58,47 @@ def test_the_second_turn_fails_on_mamba_without_its_patch():
     with hf_genfix.disabled(patch), pytest.raises(DefectObserved):
         sweep.SCENARIOS["second-turn"](subject)
     assert figures["max_logit_diff"] <= 1e-4
+
+
+@pytest.mark.parametrize("model_type", ["llama", "mamba"])
+def test_causal_prefix_holds_where_the_forward_is_causal(model_type):
+    figures = sweep.SCENARIOS["causal-prefix"](_subject(model_type))
+    assert figures["max_logit_diff"] <= 1e-4 and figures["steps_compared"] == 4
+
+
+def test_causal_prefix_fails_on_a_scan_that_carries_its_state_wrongly():
+    """Zamba2's scan between chunks (4.49-5.14) with model-zamba2-chunk-scan off: the oracle itself is not causal."""
+    from hf_genfix.doctor import import_targets
+
+    import_targets()
+    patch = "model-zamba2-chunk-scan"
+    if next(s for s in hf_genfix.status() if s.id == patch).state not in ("applied", "forced"):
+        pytest.skip(f"{patch} does not apply to this release")
+    subject = _subject("zamba2")
+    assert sweep.SCENARIOS["causal-prefix"](subject)["max_logit_diff"] <= 1e-4
+    with hf_genfix.disabled(patch), pytest.raises(DefectObserved, match="not causal"):
+        sweep.SCENARIOS["causal-prefix"](subject)
+
+
+def test_a_model_whose_first_position_is_right_is_built_not_skipped_as_an_encoder(monkeypatch):
+    """The subject's causality check skips bidirectional models (their first position sees later tokens); a causal
+    LM wrong only past its first positions is a defect to report, not an encoder (Mamba-2 on 4.46-4.47)."""
+    import torch
+
+    from hf_genfix.oracles.sweep import core
+
+    def leaky(model, row):  # later positions see the row's length; the first does not
+        logits = torch.zeros(len(row), 4)
+        logits[1:] += len(row)
+        return logits
+
+    monkeypatch.setattr(core, "reference_logits", leaky)
+    subject = sweep.Subject("llama")
+    assert subject.model_type == "llama"
+
+    def bidirectional(model, row):
+        return torch.full((len(row), 4), float(len(row)))
+
+    monkeypatch.setattr(core, "reference_logits", bidirectional)
+    with pytest.raises(ProbeSkipped, match="encoder used as a decoder"):
+        sweep.Subject("llama")

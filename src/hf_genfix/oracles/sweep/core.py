@@ -203,8 +203,12 @@ class Subject:
         (row,) = self.rows(8, seed=99)
         full = reference_logits(self.model, row)
         prefix = reference_logits(self.model, row[:5])
-        if not float((full[:5] - prefix).abs().max()) <= tolerance():
+        if not float((full[:1] - prefix[:1]).abs().max()) <= tolerance():
+            # The first position sees later tokens: bidirectional attention, an encoder used as a decoder.
             raise ProbeSkipped("not causal with its default config (an encoder used as a decoder)")
+        # A first position that sees nothing later but later ones that do is a causal LM with a defect (a scan that
+        # carries its state between chunks wrongly: Mamba-2 before 4.48), not an encoder: it is built, and the
+        # causal-prefix scenario names it. Until session 22 it was skipped here as an encoder, silently.
         ids = torch.tensor([row], device=self.model.device)
         with torch.no_grad():
             out = self.model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=True)
