@@ -45,14 +45,19 @@ class _Spec:
     module: str  # the model's modeling module
     hybrid_cache: str  # the name of its hybrid cache class, where a release has one
     record: Any  # the fix's recorder
+    replay_pads: bool  # whether a left pad past the first chunk is replayed (the one-token path masks as the chunk path)
+    one_row: bool  # whether only a batch of one row is split (the one-token path cannot take more)
 
 
-def install(patcher: Any, module: str, mixer: str, hybrid_cache: str, patch_module: str) -> None:
+def install(patcher: Any, module: str, mixer: str, hybrid_cache: str, patch_module: str,
+            replay_pads: bool = True, one_row: bool = False) -> None:
     """Wrap ``module:mixer.torch_forward``; ``hybrid_cache`` names the model's own cache class (used where the release
-    has it); ``patch_module`` is the fix's ``__name__`` (its recorder)."""
+    has it); ``patch_module`` is the fix's ``__name__`` (its recorder); ``replay_pads=False``: a left pad past the
+    first chunk is upstream's (a mixer whose one-token path does not mask as its chunk path does); ``one_row=True``: a
+    batch of several rows is upstream's (a one-token path that cannot take one)."""
     target = f"{module}:{mixer}.torch_forward"
     patcher.require(target, "input_states", "cache_params", "attention_mask")
-    spec = _Spec(module, hybrid_cache, recorder(patch_module))
+    spec = _Spec(module, hybrid_cache, recorder(patch_module), replay_pads, one_row)
     patcher.wrap(target, lambda wrapped, instance, args, kwargs: _torch_forward(spec, wrapped, instance, args, kwargs))
 
 
@@ -63,9 +68,11 @@ def _torch_forward(spec: "_Spec", wrapped: Any, instance: Any, args: tuple, kwar
     hidden = bound.arguments["input_states"]
     cache, mask = bound.arguments.get("cache_params"), bound.arguments.get("attention_mask")
     n, k, layer = hidden.shape[1], int(instance.chunk_size), instance.layer_idx
-    state = cache is not None and has_state(cache, layer)
+    state = cache is not None and (has_state(cache, layer) or _offset(cache) > 0)
     if n == 1 or (not state and n <= k):
         return wrapped(*args, **kwargs)  # upstream is right here
+    if spec.one_row and hidden.shape[0] != 1:
+        return wrapped(*args, **kwargs)  # its one-token path cannot take a batch: upstream's
     if mask is not None and (mask.dim() != 2 or mask.shape[0] != hidden.shape[0] or mask.shape[1] < n):
         return wrapped(*args, **kwargs)  # not a 2D padding mask over these tokens: what it covers is a guess
     mask = None if mask is None else mask[:, -n:]
@@ -76,7 +83,7 @@ def _torch_forward(spec: "_Spec", wrapped: Any, instance: Any, args: tuple, kwar
         # after a cached state only in rows whose SSM state is still exactly zero (rows that have seen nothing but
         # pads: a left-padded batch prefilled in chunks). Anything else is the caller's guess of where pads belong
         # in a recurrence: upstream's.
-        if not bool((mask[:, 1:] >= mask[:, :-1]).all()):
+        if not spec.replay_pads or not bool((mask[:, 1:] >= mask[:, :-1]).all()):
             return wrapped(*args, **kwargs)
         if state and not _only_pads_so_far(cache, layer, (mask == 0).any(dim=1)):
             return wrapped(*args, **kwargs)
@@ -88,24 +95,43 @@ def _torch_forward(spec: "_Spec", wrapped: Any, instance: Any, args: tuple, kwar
                     "the cached state" if state else f"a first chunk of {k}")
     outputs = []
     if head:
-        outputs.append(wrapped(hidden[:, :head], own, None if mask is None else mask[:, :head]))
-    one_flag = not callable(getattr(own, "has_previous_state", None))  # 4.49-5.x hybrid cache: one flag, set later
-    saved = own.has_previous_state if one_flag else None
-    if one_flag:
-        own.has_previous_state = True  # the model sets it after its whole forward; the one-token path reads it
+        outputs.append(wrapped(input_states=hidden[:, :head], cache_params=own,
+                               attention_mask=None if mask is None else mask[:, :head]))
+    # What makes the mixer take its one-token path: the generic cache's per-layer has_previous_state(layer) (set by
+    # the chunk above), the hybrid caches' one flag (4.49-5.4; the model sets it after its whole forward), or
+    # Mamba-2's seqlen_offset (4.x; the model adds the tokens after its forward). The last two are set for the loop
+    # and restored, so the model's own bookkeeping after the forward is unchanged.
+    flag = getattr(own, "has_previous_state", None)
+    mode = None if callable(flag) else "offset" if flag is None and _offset(own) >= 0 else "flag"
+    saved = own.seqlen_offset if mode == "offset" else flag
+    if mode == "flag":
+        own.has_previous_state = True
+    elif mode == "offset":
+        own.seqlen_offset = max(saved, 1)
     try:
         for i in range(head, n):
             token, step_mask = hidden[:, i:i + 1], None if mask is None else mask[:, i:i + 1]
             padded = pads is not None and bool(pads[:, i].any())
             if padded:
                 token = (token * step_mask[:, :, None]).to(token.dtype)  # upstream masks a pad's input
-            outputs.append(wrapped(token, own, step_mask))
+            outputs.append(wrapped(input_states=token, cache_params=own, attention_mask=step_mask))
             if padded:
                 _ssm_state(own, layer)[pads[:, i]] = 0  # upstream's chunk path keeps a leading pad's state at zero
     finally:
-        if one_flag:
+        if mode == "flag":
             own.has_previous_state = saved
+        elif mode == "offset":
+            own.seqlen_offset = saved
     return torch.cat(outputs, dim=1)
+
+
+def _offset(cache: Any) -> int:
+    """Mamba-2's 4.x cache counts the tokens it has seen (``seqlen_offset``) and has no has_previous_state; -1 for
+    any other cache."""
+    offset = getattr(cache, "seqlen_offset", None)
+    if hasattr(cache, "has_previous_state") or not isinstance(offset, int):
+        return -1
+    return offset
 
 
 def _private_cache(spec: "_Spec", mixer: Any, hidden: Any) -> Any:
@@ -116,7 +142,7 @@ def _private_cache(spec: "_Spec", mixer: Any, hidden: Any) -> Any:
     module = importlib.import_module(spec.module)
     config = getattr(mixer, "config", None)
     if config is None:
-        return None
+        return _LayerStates.of(mixer, hidden)
     hybrid = getattr(module, spec.hybrid_cache, None)
     if hybrid is not None:
         return hybrid(config, hidden.shape[0], dtype=hidden.dtype, device=hidden.device)
@@ -145,3 +171,25 @@ def _ssm_state(cache: Any, layer: int) -> Any:
         return cache.ssm_states[layer]
     states = cache.layers[layer].recurrent_states  # the generic cache: a tensor, or one per state (5.14)
     return states[0] if isinstance(states, (list, tuple)) else states
+
+
+class _LayerStates:
+    """The private cache of a mixer that keeps no config (Mamba-2 on 4.x): ``Mamba2Cache``'s layout for this one layer
+    (``conv_states`` and ``ssm_states`` keyed by layer, ``seqlen_offset``), zeros, in the input's dtype."""
+
+    def __init__(self, layer: int, conv: Any, ssm: Any):
+        self.seqlen_offset = 0
+        self.conv_states = {layer: conv}
+        self.ssm_states = {layer: ssm}
+
+    @classmethod
+    def of(cls, mixer: Any, hidden: Any) -> "_LayerStates | None":
+        import torch
+
+        try:
+            batch, kw = hidden.shape[0], dict(dtype=hidden.dtype, device=hidden.device)
+            conv = torch.zeros(batch, int(mixer.conv_dim), int(mixer.conv_kernel_size), **kw)
+            ssm = torch.zeros(batch, int(mixer.num_heads), int(mixer.head_dim), int(mixer.ssm_state_size), **kw)
+        except (AttributeError, TypeError, ValueError):
+            return None  # a mixer whose state sizes this module does not know: upstream's
+        return cls(mixer.layer_idx, conv, ssm)
