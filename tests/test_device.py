@@ -42,7 +42,8 @@ def _creations_without_device(path: Path) -> list[str]:
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CREATORS
                 and isinstance(node.func.value, ast.Name) and node.func.value.id == "torch" and not in_probe
                 and not any(k.arg == "device" for k in node.keywords)):
-            found.append(f"{path.relative_to(SRC)}:{node.lineno} torch.{node.func.attr}")
+            root = SRC if SRC in path.parents else PATCHES  # a fix or shared module of patches/, or a helper
+            found.append(f"{path.relative_to(root)}:{node.lineno} torch.{node.func.attr}")
         for child in ast.iter_child_nodes(node):
             visit(child, in_probe)
 

@@ -187,9 +187,11 @@ class _LayerStates:
         import torch
 
         try:
-            batch, kw = hidden.shape[0], dict(dtype=hidden.dtype, device=hidden.device)
-            conv = torch.zeros(batch, int(mixer.conv_dim), int(mixer.conv_kernel_size), **kw)
-            ssm = torch.zeros(batch, int(mixer.num_heads), int(mixer.head_dim), int(mixer.ssm_state_size), **kw)
+            batch = hidden.shape[0]
+            conv = torch.zeros(batch, int(mixer.conv_dim), int(mixer.conv_kernel_size), dtype=hidden.dtype,
+                               device=hidden.device)
+            ssm = torch.zeros(batch, int(mixer.num_heads), int(mixer.head_dim), int(mixer.ssm_state_size),
+                              dtype=hidden.dtype, device=hidden.device)
         except (AttributeError, TypeError, ValueError):
             return None  # a mixer whose state sizes this module does not know: upstream's
         return cls(mixer.layer_idx, conv, ssm)
