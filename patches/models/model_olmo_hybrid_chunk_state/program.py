@@ -16,7 +16,8 @@ def run(repo, applied):
     config = OlmoHybridConfig(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                               num_attention_heads=4, num_key_value_heads=2,
                               layer_types=["linear_attention", "full_attention"], linear_num_key_heads=4,
-                              linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=8)
+                              linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=8,
+                              pad_token_id=0, bos_token_id=1, eos_token_id=2)  # the defaults lie past 128
     model = OlmoHybridForCausalLM(config).eval()
     ids = torch.tensor([[3, 4, 5, 6, 7, 8, 9, 10, 11, 12]])
     out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sample=False,
