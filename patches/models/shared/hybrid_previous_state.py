@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hf_genfix.toolkit import recorder, signature
+from hf_genfix.toolkit import bound_arguments, recorder
 
 
 def install(patcher: Any, backbone: str, patch_module: str) -> None:
@@ -39,7 +39,7 @@ def install(patcher: Any, backbone: str, patch_module: str) -> None:
 def _forward(record: Any, wrapped: Any, args: tuple, kwargs: dict) -> Any:
     out = wrapped(*args, **kwargs)
     try:
-        cache = signature(wrapped).bind(*args, **kwargs).arguments.get("past_key_values")
+        cache = bound_arguments(wrapped, args, kwargs).get("past_key_values")
     except TypeError:  # upstream accepted a call we cannot bind: leave it be
         return out
     if cache is None:
