@@ -129,3 +129,22 @@ def test_start_up_imports_neither_torch_nor_transformers_and_works_without_them(
     result = _run(pytester, "-rs")
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(["*generation_checker needs torch*"])
+
+
+def test_the_patch_harness_leaves_no_modules_folder_behind(pytester, monkeypatch):
+    """hf_genfix.testing.patches gives each session its own HF_MODULES_CACHE (two suites at once must not share
+    remote-code copies) and removes it at the end: every run used to leave a folder in the temp dir."""
+    pytester.makepyfile(test_where="""
+        import os
+
+        def test_folder():
+            folder = os.environ["HF_MODULES_CACHE"]
+            assert os.path.isdir(folder)
+            with open(os.path.join(os.path.dirname(__file__), "folder.txt"), "w") as out:
+                out.write(folder)
+    """)
+    monkeypatch.delenv("HF_MODULES_CACHE", raising=False)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "hf_genfix.testing.patches")
+    result.assert_outcomes(passed=1)
+    folder = (pytester.path / "folder.txt").read_text()
+    assert folder and not Path(folder).exists()

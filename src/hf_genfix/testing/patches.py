@@ -25,6 +25,7 @@ import json
 import os
 import subprocess
 import sys
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,9 @@ __all__ = ["PatchTests", "assert_upstream_bitwise", "patch_of_file", "patches_de
 
 
 # -- the pytest plugin: options and fixtures ----------------------------------------------------------------------
+_MODULES_FOLDER = pytest.StashKey[str]()
+
+
 def pytest_addoption(parser: Any) -> None:
     group = parser.getgroup("hf_genfix precision")
     group.addoption("--genfix-dtype", default=None,
@@ -47,8 +51,20 @@ def pytest_addoption(parser: Any) -> None:
 def pytest_configure(config: Any) -> None:
     # transformers copies trust_remote_code modules to <HF_MODULES_CACHE>/transformers_modules/<repo folder name>;
     # two suites running at once (tox p) with same-named folders would overwrite each other's copies.
+    # The folder is the session's own: pytest_unconfigure removes it (each run used to leave one in the temp dir).
     if "HF_MODULES_CACHE" not in os.environ:
-        os.environ["HF_MODULES_CACHE"] = tempfile.mkdtemp(prefix="hf_genfix_modules_")
+        folder = tempfile.mkdtemp(prefix="hf_genfix_modules_")
+        os.environ["HF_MODULES_CACHE"] = folder
+        config.stash[_MODULES_FOLDER] = folder
+
+
+def pytest_unconfigure(config: Any) -> None:
+    folder = config.stash.get(_MODULES_FOLDER, None)
+    if folder is None:
+        return
+    if os.environ.get("HF_MODULES_CACHE") == folder:
+        del os.environ["HF_MODULES_CACHE"]
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
