@@ -69,3 +69,16 @@ def test_check_generation_on_a_converted_copy(plain):
     report = check_generation(model, dtype="bfloat16", device="cpu", checks=["cache", "left-padding"])
     assert report.ok, str(report)
     assert next(model.parameters()).dtype == torch.float32  # the caller's model is not converted
+
+
+def test_a_mixture_of_experts_runs_in_float64(plain):
+    """The sweep's second look at a suspect rebuilds the model in float64; 5.x's MoE experts default to torch's
+    grouped matmul, which has no float64 kernel, so a float64 oracle model runs its experts' eager loop."""
+    from transformers import CONFIG_MAPPING
+
+    if "qwen3_moe" not in CONFIG_MAPPING:
+        pytest.skip("no Qwen3-MoE on this release")
+    with precision("float64"):
+        model = tiny_model("qwen3_moe")
+        logits = model(torch.tensor([[3, 4, 5]])).logits
+    assert logits.dtype == torch.float64 and bool(torch.isfinite(logits).all())

@@ -470,17 +470,42 @@ def test_recall_knows_what_the_sweep_cannot_reach(make_registry):
 
 
 # -- suspect and the calibration (issue 36, section 2) ----------------------------------------------------------
-@pytest.mark.parametrize("diff, verdict", [(5e-7, "pass"), (5e-5, "suspect"), (1e-4, "suspect")])
-def test_a_pass_off_by_more_than_rounding_is_suspect_not_rounding(make_registry, monkeypatch, diff, verdict):
-    monkeypatch.setitem(sweep.SCENARIOS, "close", lambda subject: {"max_logit_diff": diff})
+@pytest.mark.parametrize("diff, in_float64, verdict", [
+    (5e-7, None, "pass"),             # rounding: no second look
+    (5e-5, 2e-6, "pass"),             # float64 shrinks it to rounding: settled, listed with both figures
+    (5e-5, 5e-5, "unknown"),          # float64 keeps its size: a defect, not rounding
+    (5e-5, 2.2e-5, "suspect"),        # neither: listed for a look with the figure
+    (1e-4, "crash", "suspect"),       # float64 cannot run it: listed, never counted as rounding
+])
+def test_a_pass_off_by_more_than_rounding_is_looked_at_again_in_float64(make_registry, monkeypatch, diff,
+                                                                         in_float64, verdict):
+    from hf_genfix.oracles.precision import current
+
+    def close(subject):
+        if current().dtype == "float64":
+            if in_float64 == "crash":
+                raise RuntimeError("no float64 kernel")
+            assert in_float64 is not None, "a pass within rounding needs no second look"
+            return {"max_logit_diff": in_float64}
+        return {"max_logit_diff": diff}
+
+    monkeypatch.setitem(sweep.SCENARIOS, "close", close)
     out = sweep.run_sweep(make_registry("fixed-here"), archs=["llama"], scenarios=["close"])
     assert out["architectures"]["llama"]["scenarios"]["close"]["verdict"] == verdict
     assert out["counts"]["suspect"] == len(out["suspect"]) == (verdict == "suspect")
-    assert not sweep.failed(out)  # listed for a look; the oracle passed
+    assert sweep.failed(out) == (verdict == "unknown")
     text = sweep.render_text(out)
     assert f"{int(verdict == 'suspect')} suspect" in text
+    settled = in_float64 == 2e-6
+    assert len(out["settled"]) == out["counts"]["settled"] == settled
+    if settled:
+        assert "  settled as rounding in float64 (1): llama / close 5e-05 -> 2e-06" in text
     if verdict == "suspect":
-        assert f"  SUSPECT: llama / close: off by {diff:.3g}: above the rounding threshold 2e-05" in text
+        assert f"  SUSPECT: llama / close: off by {diff:.3g} in float32: above the rounding threshold 2e-05" in text
+        assert ("float64: 2.2e-05, neither" if in_float64 == 2.2e-5 else "not settled: in float64 it is crash") \
+            in text
+    if verdict == "unknown":
+        assert "float64 keeps it (5e-05): not rounding, a defect" in text
 
 
 def test_half_precision_has_no_suspect_band():

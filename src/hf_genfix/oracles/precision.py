@@ -99,4 +99,9 @@ def precision(dtype: Any = None, device: Any = None, attn: str | None = None) ->
 def cast(model: Any) -> Any:
     """``model`` in the current dtype, on the current device, in eval mode (what every oracle model gets)."""
     setting = current()
-    return model.to(device=setting.device, dtype=setting.torch_dtype).eval()
+    model = model.to(device=setting.device, dtype=setting.torch_dtype).eval()
+    if setting.dtype == "float64" and getattr(getattr(model, "config", None), "_experts_implementation", None) \
+            not in (None, "eager") and hasattr(model, "set_experts_implementation"):
+        # torch's grouped matmul (5.x MoE experts' default kernel) has no float64: the experts run their eager loop.
+        model.set_experts_implementation("eager")
+    return model

@@ -69,7 +69,9 @@ PASS, SKIPPED, UNSUPPORTED, KNOWN = Word.PASS, Word.SKIPPED, Word.UNSUPPORTED, W
 CATALOG_WRONG, WORSE, UNKNOWN = Word.CATALOG_WRONG, Word.WORSE, Word.UNKNOWN
 UNUSABLE = Word.UNUSABLE  # the architecture's tiny config does not suit it: every scenario crashes alike
 # The oracle passes, but by more than float rounding (``tiny.ROUNDING`` on the calibrated models) and at most by its
-# tolerance: neither clean nor a clear defect, so it is listed, never counted as rounding (exit status unchanged).
+# tolerance: neither clean nor a clear defect. It is run again in float64 (``second_look``): rounding shrinks there
+# and is listed as settled with both figures, a defect keeps its size and is unknown; what neither settles is listed
+# as suspect, never counted as rounding (exit status unchanged).
 SUSPECT = Word.SUSPECT
 LOUD = Word.LOUD  # transformers raises, the same without hf_genfix, and no patch removes it
 # A silently wrong upstream path the sweep found and patches/open-findings.json records (what is known of it, where
@@ -89,7 +91,8 @@ MEANING = {
     OPEN: "a silently wrong upstream path already on file in patches/open-findings.json, not patched yet (the "
           "record says what is known); not new, and not fixed: your outputs are upstream's, defect included",
     SUSPECT: "the oracle passes, but the output is off by more than float rounding (above the rounding threshold, "
-             "at most the oracle's tolerance): listed for a look, not a verdict",
+             "at most the oracle's tolerance) and the same run in float64 did not settle it: listed for a look, not "
+             "a verdict",
     UNUSABLE: "every scenario of the architecture crashes alike: its tiny config does not suit it",
     LOUD: "transformers raises (the same exception with every patch off) and no patch removes it: a loud "
           "upstream error, never a silently wrong answer; not a regression, listed with the exception",
@@ -825,6 +828,64 @@ def suspect(diff: Any) -> bool:
     return isinstance(diff, (int, float)) and not isinstance(diff, bool) and rounding_limit() < diff <= tolerance()
 
 
+# -- a second look at a suspect: the same model and scenario in float64 -------------------------------------------
+# Between the rounding threshold and the tolerance sits either float32 rounding that a long path (a recurrence, a
+# second turn over a state) accumulates, or a small real defect. float64 tells them apart without a guess: the same
+# seed gives the same weights, rounding then shrinks by orders of magnitude (only generate()'s float32 copy of the
+# logits stays: about one float32 ulp of the largest logit), while a defect keeps its size. Measured on 5.24.0's 14
+# suspects (zamba, zamba2, granite, nemotron, hrm_text, olmo_hybrid: 2.1e-05 to 7.1e-05 in float32): 0 to 8.3e-06 in
+# float64, each under half its float32 figure.
+SETTLED = "settled"
+
+
+class SecondLook:
+    """The architecture rebuilt in float64 on first use (once per architecture), to rerun its suspect scenarios."""
+
+    def __init__(self, kind: str, model_type: str):
+        self.kind, self.model_type = kind, model_type
+        self._subject: Any = None
+        self._failure = ""
+
+    def diff(self, name: str) -> tuple[float | None, str]:
+        """(max |logit diff| of scenario ``name`` in float64, "") or (None, why it could not run)."""
+        from ..precision import precision
+
+        with precision("float64"):
+            if self._subject is None and not self._failure:
+                try:
+                    self._subject = KINDS[self.kind][1](self.model_type) if self.kind in KINDS \
+                        else Subject(self.model_type)
+                except Exception as exc:  # noqa: BLE001 - a model that has no float64 kernel (gpt_oss's grouped mm)
+                    self._failure = f"cannot build in float64: {type(exc).__name__}: {_short(exc)}"
+            if self._failure:
+                return None, self._failure
+            out, _ = attempt(SCENARIOS[name], self._subject)
+        value = out.get("max_logit_diff")
+        if out["outcome"] == PASS and isinstance(value, (int, float)):
+            return float(value), ""
+        return None, f"in float64 it is {out['outcome']}: {out.get('message', '')}".rstrip(": ")
+
+
+def second_look(look: SecondLook, name: str, diff: float) -> tuple[str, str, float | None]:
+    """(verdict, cause, float64 figure) of a suspect off by ``diff`` in float32: ``settled`` where float64 shrinks it
+    to rounding (at most the threshold and half the float32 figure), ``unknown`` where it keeps its size (above the
+    threshold and at least half the float32 figure: not rounding), ``suspect`` otherwise, with the figures."""
+    from ..precision import current
+
+    head = f"off by {diff:.3g} in float32: above the rounding threshold {rounding_limit():.0e}, within the oracle's " \
+           f"tolerance {tolerance():.0e}"
+    if current().dtype != "float32":
+        return SUSPECT, head, None
+    value, why = look.diff(name)
+    if value is None:
+        return SUSPECT, f"{head}; not settled: {why}", None
+    if value <= ROUNDING and value <= diff / 2:
+        return SETTLED, f"{head}; float64: {value:.2g} (rounding)", value
+    if value > ROUNDING and value >= diff / 2:
+        return UNKNOWN, f"{head}; float64 keeps it ({value:.3g}): not rounding, a defect", value
+    return SUSPECT, f"{head}; float64: {value:.3g}, neither rounding nor the same size", value
+
+
 def _refusal(message: str) -> bool:
     return any(word in message.lower() for word in _UNSUPPORTED)
 
@@ -1032,6 +1093,7 @@ def _run_sweep(registry: Any, archs: Iterable[str] | None, scenarios: Iterable[s
     results: dict[str, Any] = {}
     skipped: dict[str, str] = {}
     findings: dict[str, list[dict[str, Any]]] = {v: [] for v in (UNKNOWN, KNOWN, UNSUPPORTED, SUSPECT)}
+    settled: list[dict[str, Any]] = []
     tracker = Recall(registry, recall) if recall is not None else None
     not_reached: list[str] = []
     unusable: dict[str, str] = {}
@@ -1060,6 +1122,7 @@ def _run_sweep(registry: Any, archs: Iterable[str] | None, scenarios: Iterable[s
             continue
         per: dict[str, dict[str, Any]] = {}
         runs: dict[str, differential.Observation] = {}
+        look = SecondLook(kind, model_type)
         here = [n for n in names if kind_of(SCENARIOS[n]) == kind]
         for name in here:
             per[name], obs = attempt(SCENARIOS[name], subject)
@@ -1094,9 +1157,13 @@ def _run_sweep(registry: Any, archs: Iterable[str] | None, scenarios: Iterable[s
                 if pair is not None and out["differential"]["verdict"] == differential.WORSE:
                     out.update(verdict=WORSE, cause=f"hf_genfix: {pair['detail']}", explained_by=None)
                 elif suspect(out.get("max_logit_diff")):
-                    out.update(verdict=SUSPECT, explained_by=None,
-                               cause=f"off by {out['max_logit_diff']:.3g}: above the rounding threshold "
-                                     f"{rounding_limit():.0e}, within the oracle's tolerance {tolerance():.0e}")
+                    verdict, cause, value = second_look(look, name, out["max_logit_diff"])
+                    out.update(verdict=SUSPECT if verdict == SETTLED else verdict, explained_by=None, cause=cause,
+                               float64_logit_diff=value)
+                    if verdict == SETTLED:
+                        out["verdict"] = PASS
+                        settled.append({"arch": model_type, "scenario": name, "max_logit_diff": out["max_logit_diff"],
+                                        "float64_logit_diff": value, "cause": cause})
             elif out["outcome"] == SKIPPED:
                 out["verdict"] = SKIPPED
             elif out["outcome"] == UNSUPPORTED and name not in runs:
@@ -1146,6 +1213,7 @@ def _run_sweep(registry: Any, archs: Iterable[str] | None, scenarios: Iterable[s
         "known": findings[KNOWN],
         "unsupported": findings[UNSUPPORTED],
         "suspect": findings[SUSPECT],
+        "settled": settled,
     }
     if tracker is not None:
         out["recall"] = tracker.result(out)
@@ -1248,7 +1316,7 @@ def counts_of(sweep: dict[str, Any]) -> dict[str, int]:
     return {"unknown": len(sweep["unknown"]) - worse, "worse": worse, "open": opened,
             "known": len(sweep.get("known", [])) - wrong - opened,
             "catalog_wrong": wrong, "unsupported": len(sweep.get("unsupported", [])) - loud, "upstream_error": loud,
-            "suspect": len(sweep.get("suspect", []))}
+            "suspect": len(sweep.get("suspect", [])), "settled": len(sweep.get("settled", []))}
 
 
 def failed(sweep: dict[str, Any]) -> bool:
@@ -1282,6 +1350,10 @@ def render_text(sweep: dict[str, Any]) -> str:
                      f"{f['message']} [{f['cause']}]{patch}")
     for f in sweep.get("suspect", []):
         lines.append(f"  SUSPECT: {f['arch']} / {f['scenario']}: {f['cause']}")
+    if sweep.get("settled"):
+        lines.append(f"  settled as rounding in float64 ({len(sweep['settled'])}): " + ", ".join(
+            f"{f['arch']} / {f['scenario']} {f['max_logit_diff']:.2g} -> {f['float64_logit_diff']:.2g}"
+            for f in sweep["settled"]))
     for f in sweep.get("unsupported", []):
         lines.append(f"  {f['verdict']}: {f['arch']} / {f['scenario']}: {f['cause']}")
     present = {o.get("verdict") for a in archs.values() for o in a["scenarios"].values()}
