@@ -25,11 +25,17 @@ search without a cache. Group and constrained beam search (4.x) have the same fl
 
 from __future__ import annotations
 
-import copy
 import inspect
 from typing import Any
 
 from hf_genfix import Drift
+from hf_genfix._patches.decoding.shared.beam_without_cache import (
+    BeamSearchStateNotReordered,
+    bind,
+    refusal,
+    uses_cache,
+    without_cache,
+)
 from hf_genfix.toolkit import env_name, recorder, warn_once
 
 BEAM = "transformers.generation.utils:GenerationMixin._beam_search"
@@ -37,8 +43,7 @@ STATE_KEYWORDS = ("cache_params", "state")  # where Mamba-likes and RWKV take th
 record = recorder(__name__)
 
 
-class BeamSearchStateNotReordered(ValueError):
-    """Beam search with a cache on a model whose recurrent state this release's beam search does not reorder."""
+__all__ = ["BeamSearchStateNotReordered", "install"]
 
 
 def install(patcher: Any) -> None:
@@ -63,38 +68,19 @@ def _beam_search(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     keyword = _state_keyword(instance)
     if keyword is None:
         return wrapped(*args, **kwargs)
-    try:
-        bound = inspect.signature(wrapped).bind(*args, **kwargs)
-    except TypeError:
+    bound = bind(wrapped, args, kwargs)
+    if bound is None or not uses_cache(bound, instance):
         return wrapped(*args, **kwargs)
-    model_kwargs = dict(bound.arguments.get("model_kwargs") or {})
-    config = bound.arguments.get("generation_config", getattr(instance, "generation_config", None))
-    # generate() puts use_cache into the model kwargs on every release; the generation config is a fallback.
-    if not model_kwargs.get("use_cache", getattr(config, "use_cache", True)):
-        return wrapped(*args, **kwargs)
-    import transformers
-
-    if _holds_state(model_kwargs.get(keyword)):
-        raise BeamSearchStateNotReordered(
-            f"hf_genfix: transformers {transformers.__version__}'s beam search does not reorder the recurrent state "
-            f"of {type(instance).__name__} (its `{keyword}`) with the beams, and this call continues a state given "
-            f"in `{keyword}`, which beam search without a cache cannot recompute. Run the whole conversation with "
-            f"use_cache=False, upgrade to transformers 5.13 or later, or set {env_name(record.patch_id)}=off for "
-            f"upstream's (wrong) output.")
-    model_kwargs.pop(keyword, None)  # an empty cache generate() made for the call (5.x)
-    model_kwargs["use_cache"] = False
-    bound.arguments["model_kwargs"] = model_kwargs
-    if "generation_config" in bound.arguments and config is not None:
-        config = copy.copy(config)
-        config.use_cache = False
-        bound.arguments["generation_config"] = config
+    if _holds_state((bound.arguments.get("model_kwargs") or {}).get(keyword)):
+        raise refusal(instance, keyword, env_name(record.patch_id), newer="upgrade to transformers 5.13 or later, ")
+    args, kwargs = without_cache(bound, (keyword,))  # an empty cache generate() made for the call (5.x): dropped
     warn_once(record.patch_id, type(instance).__name__,
               f"beam search does not reorder the recurrent state of {type(instance).__name__} (its `{keyword}`): "
               f"this beam search runs without the cache (right, slower)", off="for upstream's output")
     if record.on:
         record.changed("beam search of %s without the cache (its %s is not reordered)", type(instance).__name__,
                        keyword)
-    return wrapped(*bound.args, **bound.kwargs)
+    return wrapped(*args, **kwargs)
 
 
 def _holds_state(cache: Any) -> bool:
