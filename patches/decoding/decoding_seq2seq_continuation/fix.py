@@ -90,9 +90,9 @@ def _cached_positions(model: Any, ids: Any, config: Any, model_kwargs: Any) -> i
         return 0
     if cached <= 0 or ids.dim() != 2 or ids.shape[1] <= cached:
         return 0
-    start = _decoder_start(config)
+    start = _decoder_start(config, ids.device)
     if start is None or start.numel() not in (1, ids.shape[0]) \
-            or not bool((ids[:, 0] == start.to(ids.device).view(-1)).all()):
+            or not bool((ids[:, 0] == start.view(-1)).all()):
         return 0  # not a decoder sequence from its start (Whisper, Donut): not a guess to make
     return cached
 
@@ -102,8 +102,8 @@ def _defines(name: str, cls: type) -> type | None:
     return next((klass for klass in cls.__mro__ if name in vars(klass)), None)
 
 
-def _decoder_start(config: Any) -> Any:
-    """The decoder start token generate() resolved for this call (a tensor), or None."""
+def _decoder_start(config: Any, device: Any) -> Any:
+    """The decoder start token generate() resolved for this call (a tensor on ``device``), or None."""
     import torch
 
     token = getattr(config, "_decoder_start_token_tensor", None)
@@ -111,4 +111,4 @@ def _decoder_start(config: Any) -> Any:
         token = getattr(config, "decoder_start_token_id", None)
     if token is None:
         return None
-    return token if isinstance(token, torch.Tensor) else torch.tensor(token)
+    return token.to(device) if isinstance(token, torch.Tensor) else torch.tensor(token, device=device)
