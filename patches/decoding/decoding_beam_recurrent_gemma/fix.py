@@ -15,8 +15,9 @@ Wrong on 4.49.0-5.25.0.
 
 Correction. When beam search runs with a cache on RecurrentGemma, it runs without it, as with ``use_cache=False``:
 every step recomputes the states from the tokens, which is right but slower. Up to 5.23 the blocks' states are
-first set up for the call's rows, as a cached call does at its first position: without a cache RecurrentGemma still
-reads them, and a state left by a call with another number of rows would not broadcast. 4.46-4.48 raise on beam
+first set up for the call's rows, as a cached call does at its first position (without a cache RecurrentGemma still
+reads them, and a state left by a call with another number of rows would not broadcast), and put back as they were
+once the call returns, so that the call leaves no state sized for its beams behind. 4.46-4.48 raise on beam
 search with the cache (a keyword the model does not take, a shape error) and run without it: that error is gone too. One ``HFGenfixWarning`` per model
 class says so. A cache that already holds a past (the caller's own, from an earlier call) cannot be recomputed from
 this call's tokens: that call is refused with a ``ValueError`` naming the model, the release and the ways out.
@@ -65,15 +66,35 @@ def _beam_search(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
         if cache is not None and _holds_past(cache):
             raise refusal(instance, keyword, env_name(record.patch_id))
     ids = bound.arguments.get("input_ids")
-    if ids is not None:
-        _fresh_states(instance, ids)
     args, kwargs = without_cache(bound, CACHE_KEYWORDS)
     warn_once(record.patch_id, type(instance).__name__,
               f"beam search does not reorder the recurrent state of {type(instance).__name__} with the beams: this "
               f"beam search runs without the cache (right, slower)", off="for upstream's output")
     if record.on:
         record.changed("beam search of %s without the cache (its state is not reordered)", type(instance).__name__)
-    return wrapped(*args, **kwargs)
+    kept = _module_states(instance)
+    try:
+        if ids is not None:
+            _fresh_states(instance, ids)
+        return wrapped(*args, **kwargs)
+    finally:
+        # The modules' states as they were before the call: the uncached path reads them too (times zero), so ones
+        # sized for this call's beams would break a later uncached call with another number of rows.
+        for module, name, value in kept:
+            setattr(module, name, value)
+        before = {(id(module), name) for module, name, _ in kept}
+        for module, name, _ in _module_states(instance):
+            if (id(module), name) not in before:
+                delattr(module, name)  # set up by this call only
+
+
+STATE_ATTRIBUTES = ("recurrent_states", "conv1d_state", "key_states", "value_states")
+
+
+def _module_states(model: Any) -> list[tuple[Any, str, Any]]:
+    """(module, attribute, value) for every state RecurrentGemma keeps in its modules (up to 5.23)."""
+    return [(module, name, vars(module)[name]) for module in model.modules() for name in STATE_ATTRIBUTES
+            if name in vars(module)]
 
 
 def _fresh_states(model: Any, ids: Any) -> None:

@@ -66,8 +66,33 @@ def loud_model(model_type: str, **overrides: Any) -> Any:
                 std = float(p.std())
                 if std > 0:
                     p.mul_(STD / std)
+        _trained_norm_scales(model)
     _runs_upstream(model, model_type)
     return model
+
+
+NORM_SPREAD = 0.3  # the spread of a norm's scales around their neutral value
+
+
+def _trained_norm_scales(model: Any) -> None:
+    """Every normalisation's scale vector drawn around its neutral value (1, or 0 where the norm multiplies by
+    ``1 + weight``: Gemma, RecurrentGemma, whose weights initialise to zeros from 4.57 on) with spread
+    ``NORM_SPREAD``, as a trained model's are, instead of all neutral. With neutral scales a tiny model can keep
+    its beams in their order, so a state never reordered with the beams shows nothing: RecurrentGemma's beam search
+    with a cache (decoding-beam-recurrent-gemma) passes the sweep on 4.57+ with zeros and fails with drawn scales,
+    as it does on 4.49-4.56, whose init was 1 + 1. Its own generator: the model's other weights are not redrawn."""
+    import torch
+
+    generator = torch.Generator().manual_seed(1234)
+    for module in model.modules():
+        if "norm" not in type(module).__name__.lower():
+            continue
+        weight = getattr(module, "weight", None)
+        if not isinstance(weight, torch.nn.Parameter) or weight.dim() != 1 or weight.numel() < 2:
+            continue
+        neutral = 0.0 if not bool(weight.detach().abs().gt(0).any()) else 1.0
+        draw = torch.randn(weight.shape, generator=generator, dtype=torch.float32) * NORM_SPREAD + neutral
+        weight.copy_(draw.to(device=weight.device, dtype=weight.dtype))
 
 
 def _runs_upstream(model: Any, model_type: str) -> None:

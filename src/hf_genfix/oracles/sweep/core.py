@@ -391,6 +391,13 @@ def _ssm_overrides(model_type: str) -> dict[str, Any]:
         # has no attribute 'rotary_emb'), so the sweep met no Zamba2 there and missed model-zamba2-chunk-scan (the
         # recall on 5.2.0); the probe and the program build theirs the same way.
         out["use_mem_rope"] = True
+    blocks, layers = getattr(config, "block_types", None), getattr(config, "num_hidden_layers", None)
+    if isinstance(blocks, (list, tuple)) and "attention" in blocks and isinstance(layers, int) \
+            and "attention" not in [blocks[i % len(blocks)] for i in range(layers)]:
+        # RecurrentGemma's blocks cycle (recurrent, recurrent, attention): at the tiny depth of 2 it has no attention
+        # block, which 5.12+ cannot build ("'attention' is not in list"), so the sweep met no RecurrentGemma there
+        # and missed decoding-beam-recurrent-gemma (the recall on 5.12.0 and 5.24.0). Deep enough for one.
+        out["num_hidden_layers"] = list(blocks).index("attention") + 1
     return out
 
 
