@@ -36,16 +36,18 @@ LOUD = {"chunk_size": 4, "mamba_chunk_size": 4, "state_size": 8, "conv_kernel": 
 NEW = 4  # tokens generated per turn
 
 
-def loud(s: Subject) -> Any:
+def loud(s: Subject, trained_norms: bool = False) -> Any:
     """The subject's model, rebuilt with its seed and ``LOUD``'s knobs and its matrices scaled to ``STD`` (once
-    per subject)."""
-    model = getattr(s, "_loud", None)
+    per subject); ``trained_norms``: its norm scales drawn too (``_trained_norm_scales``)."""
+    attribute = "_loud_normed" if trained_norms else "_loud"
+    model = getattr(s, attribute, None)
     if model is None:
-        model = s._loud = loud_model(s.model_type, **s.overrides)
+        model = loud_model(s.model_type, trained_norms=trained_norms, **s.overrides)
+        setattr(s, attribute, model)
     return model
 
 
-def loud_model(model_type: str, **overrides: Any) -> Any:
+def loud_model(model_type: str, trained_norms: bool = False, **overrides: Any) -> Any:
     import torch
 
     config = tiny_config(model_type, **overrides)
@@ -66,7 +68,8 @@ def loud_model(model_type: str, **overrides: Any) -> Any:
                 std = float(p.std())
                 if std > 0:
                     p.mul_(STD / std)
-        _trained_norm_scales(model)
+        if trained_norms:
+            _trained_norm_scales(model)
     _runs_upstream(model, model_type)
     return model
 
@@ -80,7 +83,10 @@ def _trained_norm_scales(model: Any) -> None:
     ``NORM_SPREAD``, as a trained model's are, instead of all neutral. With neutral scales a tiny model can keep
     its beams in their order, so a state never reordered with the beams shows nothing: RecurrentGemma's beam search
     with a cache (decoding-beam-recurrent-gemma) passes the sweep on 4.57+ with zeros and fails with drawn scales,
-    as it does on 4.49-4.56, whose init was 1 + 1. Its own generator: the model's other weights are not redrawn."""
+    as it does on 4.49-4.56, whose init was 1 + 1. Its own generator: the model's other weights are not redrawn.
+    Used by ``beam-loud`` only: on the continuations the drawn scales grew float32 rounding to the oracle's
+    tolerance (Zamba's second turn with model-zamba-chunk-state: 1.0e-04 on 4.46.3, 9.3e-05 on 4.57-5.12, from
+    6.9e-05), where only the beams' order needed them."""
     import torch
 
     generator = torch.Generator().manual_seed(1234)
@@ -296,7 +302,8 @@ def beam_loud(s: Subject) -> dict:
     three (one row where the model takes no padding). Beam search reorders the cache after every step; a state it fails to reorder (a layer kind
     the cache class keeps beside its keys and values) feeds each beam another beam's past. The sweep's ``beam``
     runs the tame model, where such a state moves the scores by rounding's order and the beams rarely change."""
-    return beam_equivalence(loud(s), _batches(s, seed=51)[-1:])  # the padded batch where the model takes one
+    # the padded batch where the model takes one
+    return beam_equivalence(loud(s, trained_norms=True), _batches(s, seed=51)[-1:])
 
 
 def beam_equivalence(model: Any, batches: list[list[list[int]]], beams: int = 3, new: int = 6) -> dict:
