@@ -32,6 +32,7 @@ from typing import Any
 from hf_genfix._patches.decoding.shared.beam_without_cache import (
     BeamSearchStateNotReordered,
     bind,
+    holds_state,
     refusal,
     uses_cache,
     without_cache,
@@ -125,8 +126,4 @@ def _holds_past(cache: Any) -> bool:
     except (TypeError, ValueError):
         # A cache that cannot say (5.24's linear-attention layers refuse get_seq_length): empty only if no layer
         # holds a tensor yet.
-        layers = getattr(cache, "layers", None)
-        if layers is None:
-            return True
-        return any(getattr(layer, flag, False) for layer in layers
-                   for flag in ("is_initialized", "is_conv_states_initialized", "is_recurrent_states_initialized"))
+        return holds_state(cache)

@@ -32,6 +32,7 @@ from hf_genfix import Drift
 from hf_genfix._patches.decoding.shared.beam_without_cache import (
     BeamSearchStateNotReordered,
     bind,
+    holds_state,
     refusal,
     uses_cache,
     without_cache,
@@ -71,7 +72,7 @@ def _beam_search(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     bound = bind(wrapped, args, kwargs)
     if bound is None or not uses_cache(bound, instance):
         return wrapped(*args, **kwargs)
-    if _holds_state((bound.arguments.get("model_kwargs") or {}).get(keyword)):
+    if holds_state((bound.arguments.get("model_kwargs") or {}).get(keyword)):
         raise refusal(instance, keyword, env_name(record.patch_id), newer="upgrade to transformers 5.13 or later, ")
     args, kwargs = without_cache(bound, (keyword,))  # an empty cache generate() made for the call (5.x): dropped
     warn_once(record.patch_id, type(instance).__name__,
@@ -81,17 +82,6 @@ def _beam_search(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
         record.changed("beam search of %s without the cache (its %s is not reordered)", type(instance).__name__,
                        keyword)
     return wrapped(*args, **kwargs)
-
-
-def _holds_state(cache: Any) -> bool:
-    """Whether ``cache`` holds a state from earlier tokens (an empty cache generate() made does not)."""
-    if cache is None:
-        return False
-    layers = getattr(cache, "layers", None)
-    if layers is None:
-        return True  # a cache object of another kind, given by the caller: it cannot be told empty
-    flags = ("is_initialized", "is_conv_states_initialized", "is_recurrent_states_initialized")
-    return any(getattr(layer, flag, False) for layer in layers for flag in flags)
 
 
 def _state_keyword(model: Any) -> str | None:

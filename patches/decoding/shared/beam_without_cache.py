@@ -14,6 +14,18 @@ class BeamSearchStateNotReordered(ValueError):
     not reorder: without the cache that past cannot be recomputed from the call's tokens."""
 
 
+def holds_state(cache: Any) -> bool:
+    """Whether ``cache`` holds a state from earlier tokens: a layer of it initialised (an empty cache generate()
+    made for the call has none); a cache object without layers, given by the caller, cannot be told empty."""
+    if cache is None:
+        return False
+    layers = getattr(cache, "layers", None)
+    if layers is None:
+        return True
+    flags = ("is_initialized", "is_conv_states_initialized", "is_recurrent_states_initialized")
+    return any(getattr(layer, flag, False) for layer in layers for flag in flags)
+
+
 def bind(wrapped: Any, args: tuple, kwargs: dict) -> Any:
     """The ``_beam_search`` call bound to its parameters, or None where it does not bind."""
     try:
