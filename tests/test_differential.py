@@ -101,6 +101,21 @@ def test_both_pass_but_hf_genfix_is_10x_closer_to_the_oracle(upstream_diff, ours
     assert compare(upstream, ours)[0] == verdict
 
 
+@pytest.mark.parametrize("upstream_cache, ours_cache, same_tokens, verdict", [
+    ((0, 14), (14, 14), True, "corrected"),   # 5.25's RecurrentGemma: a cache of 14 positions that says 0
+    ((14, 14), (0, 14), True, "worse"),       # hf_genfix's cache would misreport its length
+    ((0, 14), (14, 14), False, "worse"),      # the length told right does not excuse another token
+    ((0, 14), (13, 14), True, "worse"),       # nor a length that is not the positions held
+])
+def test_a_returned_cache_that_says_the_positions_it_holds(upstream_cache, ours_cache, same_tokens, verdict):
+    from hf_genfix.oracles.differential import compare
+
+    upstream, ours = _obs("pass", 1.0), _obs("pass", 1.0 if same_tokens else 1.5)
+    for obs, (length, held) in ((upstream, upstream_cache), (ours, ours_cache)):
+        obs.outputs[0].update(cache_length=length, cache_held=held)
+    assert compare(upstream, ours)[0] == verdict
+
+
 def test_summary_line():
     from hf_genfix.oracles.differential import summary_line, tally
 

@@ -10,7 +10,9 @@ logits, the length of the returned cache) and, for scenarios that call the model
 
 - ``identical``: upstream passes its oracle and hf_genfix's outputs are bitwise identical;
 - ``corrected``: upstream is wrong or raises, hf_genfix passes the oracle; also where both pass but upstream is
-  off by 10x more than hf_genfix and beyond float noise (a defect under the oracle's tolerance; the detail says so);
+  off by 10x more than hf_genfix and beyond float noise (a defect under the oracle's tolerance; the detail says so),
+  and where the outputs are bitwise upstream's but for a returned cache's length, which hf_genfix's cache gives
+  as the positions its layers hold and upstream's does not;
 - ``same-exception``: both raise an exception of the same type, or both raise and hf_genfix's is a refusal in
   words (transformers' own, ``refuses``, or one of hf_genfix's ``...Unsupported`` errors);
 - ``unchanged``: upstream is wrong and hf_genfix returns the same (bitwise) wrong output: a defect it does not
@@ -185,6 +187,11 @@ def compare(upstream: Observation, ours: Observation) -> tuple[str, str]:
             # is no proof of right, and the difference is theirs (5.3-5.5 Qwen-VL's M-RoPE positions).
             return CORRECTED, (f"the outputs differ where {', '.join(sorted(o.changed))} corrects the model's own "
                                f"forward, which the no-cache oracle shares: {diff}")
+        if diff and _length_told_right(u.outputs, o.outputs):
+            # The outputs are bitwise upstream's; only the returned cache's length differs, and hf_genfix's is the
+            # positions the cache holds where upstream's is not: a defect of the cache's report, which a next turn
+            # sliced by that length would meet.
+            return CORRECTED, f"the returned cache now says the positions it holds ({diff})"
         if diff:
             return WORSE, f"both pass the oracle, but the outputs are not bitwise identical: {diff}"
         return IDENTICAL, f"{len(o.outputs)} output(s) bitwise identical"
@@ -304,7 +311,37 @@ def digest(out: Any, call: str) -> dict[str, Any]:
     cache = getattr(out, "past_key_values", None)
     if cache is not None:
         record["cache_length"] = cache_length(cache)
+        record["cache_held"] = held_length(cache)
     return record
+
+
+def held_length(cache: Any) -> int | None:
+    """The most positions any layer of a returned cache holds (each layer's own ``get_seq_length``): what the cache's
+    length should say. None where the cache has no layers that can tell."""
+    held = None
+    for layer in getattr(cache, "layers", None) or ():
+        try:
+            n = int(layer.get_seq_length())
+        except Exception:  # noqa: BLE001 - a layer that cannot say (5.24's linear-attention layers)
+            continue
+        held = n if held is None else max(held, n)
+    return held
+
+
+def _length_told_right(upstream: list[dict[str, Any]], ours: list[dict[str, Any]]) -> bool:
+    """Whether the recordings differ only in the returned caches' lengths, each such one where hf_genfix's cache
+    says the positions its layers hold and upstream's does not (5.25's RecurrentGemma: a cache of 14 positions that
+    says 0, which a second turn is then sliced by)."""
+    if len(upstream) != len(ours):
+        return False
+    told = False
+    for u, o in zip(upstream, ours):
+        if u.get("cache_length") != o.get("cache_length"):
+            if o.get("cache_length") != o.get("cache_held") or u.get("cache_length") == u.get("cache_held"):
+                return False
+            told = True
+    strip = [{k: v for k, v in r.items() if k != "cache_length"} for r in upstream]
+    return told and not difference(strip, [{k: v for k, v in r.items() if k != "cache_length"} for r in ours])
 
 
 def cache_length(cache: Any) -> int | None:
