@@ -384,6 +384,40 @@ def test_a_model_whose_own_generation_inputs_cannot_say_it_is_unsupported_there(
     assert "no position_ids from the attention mask" in subject.lacks(("padding",))
 
 
+def test_a_full_ids_model_reading_a_tuple_through_the_cache_api_is_judged_on_the_wrapped_cache():
+    """4.54-4.55 CTRL: its forward hands back a legacy tuple while its own prepare_inputs_for_generation calls
+    ``get_seq_length()`` on it (an AttributeError a caller never meets through generate(), which wraps the tuple in
+    a DynamicCache). Asked with the tuple so wrapped, the model shows it slices by the cache length: unsupported by
+    its contract, not an unknown defect."""
+    import torch
+
+    from hf_genfix.oracles.sweep import Subject
+
+    subject = Subject("llama")
+    base = type(subject.model)
+
+    def forward(self, *args, **kwargs):
+        out = base.forward(self, *args, **kwargs)
+        cache = getattr(out, "past_key_values", None)
+        if cache is not None and hasattr(cache, "to_legacy_cache"):
+            out.past_key_values = cache.to_legacy_cache()
+        return out
+
+    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, use_cache=None, **kwargs):
+        past = 0 if past_key_values is None else past_key_values.get_seq_length()  # a tuple raises
+        return {"input_ids": input_ids[:, past:] if input_ids.shape[1] > past else input_ids[:, -1:],
+                "past_key_values": past_key_values, "use_cache": use_cache}
+
+    if not hasattr(subject.model(torch.tensor([[5, 6]]), use_cache=True).past_key_values, "to_legacy_cache"):
+        pytest.skip("this release's cache has no legacy form")
+    legacy = type("LegacyForCausalLM", (base,), {"forward": forward,
+                                                 "prepare_inputs_for_generation": prepare_inputs_for_generation,
+                                                 "__module__": "transformers.models.legacy.modeling_legacy"})
+    subject.model.__class__ = legacy
+    assert isinstance(subject.model(torch.tensor([[5, 6]]), use_cache=True).past_key_values, tuple)
+    assert "takes no cache_position" in subject.lacks(("cache_position",))
+
+
 def test_a_model_whose_forward_returns_a_full_fixed_size_cache_cannot_be_continued_by_hand():
     """4.46-4.4x Gemma-2's forward returns a HybridCache of max_cache_len = the tokens given: the scenarios that
     continue a cache a forward returned (manual-loop, chunk-after-cache) cannot run there by the model's contract

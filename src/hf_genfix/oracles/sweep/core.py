@@ -284,9 +284,23 @@ class Subject:
         try:
             with torch.no_grad():
                 cache = cache_from_outputs(self.model(ids[:, :3], use_cache=True))
-                inputs = self.model.prepare_inputs_for_generation(ids[:, 3:], past_key_values=cache, use_cache=True,
-                                                                  cache_position=torch.arange(3, 13))
         except Exception:  # noqa: BLE001 - unsure: not the reason
+            return True
+        # 4.54-4.55 CTRL: the forward returns a legacy tuple that the model's own prepare_inputs reads through the
+        # Cache API (AttributeError: get_seq_length). generate() wraps such a tuple in a DynamicCache, as its
+        # deprecation warning tells a caller to: asked again with the cache so wrapped, the model says how it cuts.
+        for given in (cache, _as_dynamic_cache(cache)):
+            if given is None:
+                continue
+            try:
+                with torch.no_grad():
+                    inputs = self.model.prepare_inputs_for_generation(ids[:, 3:], past_key_values=given,
+                                                                      use_cache=True,
+                                                                      cache_position=torch.arange(3, 13))
+                break
+            except Exception:  # noqa: BLE001 - unsure: not the reason
+                continue
+        else:
             return True
         fed = inputs.get("input_ids")
         return fed is None or fed.shape[-1] == 10
@@ -1387,3 +1401,18 @@ def render_text(sweep: dict[str, Any]) -> str:
 
 def stderr_progress(line: str) -> None:
     print(f"hf-genfix doctor --sweep {line}", file=sys.stderr, flush=True)
+
+
+def _as_dynamic_cache(cache: Any) -> Any:
+    """A legacy tuple cache wrapped as generate() wraps it (``DynamicCache.from_legacy_cache``); None when ``cache``
+    is no tuple or the release has no such constructor."""
+    if not isinstance(cache, tuple):
+        return None
+    from transformers import DynamicCache
+
+    convert = getattr(DynamicCache, "from_legacy_cache", None)
+    try:
+        return convert(cache) if convert is not None else None
+    except Exception:  # noqa: BLE001 - a tuple this release cannot wrap: nothing more to learn
+        return None
+
