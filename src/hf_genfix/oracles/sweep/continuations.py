@@ -341,8 +341,16 @@ def probe_second_turn(model_type: str, **overrides: Any) -> dict:
     gen = torch.Generator().manual_seed(31)
     row = torch.randint(3, 128, (10,), generator=gen).tolist()
     turn = torch.randint(3, 128, (3,), generator=gen).tolist()
+    return unless_upstream_fails(second_turn, model, [row], turn)
+
+
+def unless_upstream_fails(call: Any, *args: Any, **kwargs: Any) -> Any:
+    """``call(*args, **kwargs)``, for a probe: an exception that upstream raises too, the same call with every patch
+    off failing with the same exception type, is a loud failure and no silent defect to observe (``ProbeSkipped``:
+    RecurrentGemma before 5.4, whose cached generate() raises on 4.46-4.48 and refuses a second turn's cache from
+    4.49; OlmoHybrid on 5.14.0, whose cache lacks get_query_offset). Any other exception is ours, raised as is."""
     try:
-        return second_turn(model, [row], turn)
+        return call(*args, **kwargs)
     except (DefectObserved, ProbeSkipped):
         raise
     except Exception as exc:  # noqa: BLE001 - judged below: a refusal, upstream's own crash, or ours
@@ -350,15 +358,13 @@ def probe_second_turn(model_type: str, **overrides: Any) -> dict:
         # wrong there by older code that this probe's patch does not touch, and the refusal is that release's answer.
         if type(exc).__name__ == "MambaStateChunkUnsupported":
             raise ProbeSkipped(f"hf_genfix refuses this continuation on this release: {str(exc)[:120]}") from exc
-        # Upstream itself fails the call (OlmoHybrid on 5.14.0: its cache lacks get_query_offset): loud, no silent
-        # defect to observe. Only when the same exception comes with every patch off; otherwise it is ours.
         import hf_genfix
 
         try:
             with hf_genfix.disabled():
-                second_turn(model, [row], turn)
+                call(*args, **kwargs)
         except Exception as upstream:  # noqa: BLE001 - compared with ours
             if type(upstream) is type(exc):
-                raise ProbeSkipped(f"upstream fails this continuation itself (a loud failure, not a silent one): "
+                raise ProbeSkipped(f"upstream fails this call itself (a loud failure, not a silent one): "
                                    f"{type(exc).__name__}: {str(exc)[:120]}") from exc
         raise
