@@ -28,6 +28,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from hf_genfix.helpers.decode import prefill_chunks
+
 CHUNKING = "transformers.generation.utils:GenerationMixin._prefill_chunking"
 
 
@@ -56,37 +58,10 @@ def _prefill_chunking(wrapped: Any, instance: Any, args: tuple, kwargs: dict) ->
         or "past_key_values" not in model_kwargs  # upstream's own "without a cache" error
     ):
         return wrapped(*args, **kwargs)
-    return chunk_loop(instance, input_ids, config, model_kwargs, mask_positions(mask))
+    return prefill_chunks(instance, input_ids, config, model_kwargs, positions=mask_positions(mask))
 
 
 def mask_positions(mask: Any) -> Any:
     """Positions as ``prepare_inputs_for_generation`` derives them from a 2-D mask (padding at 1)."""
     positions = mask.long().cumsum(-1) - 1
     return positions.masked_fill(mask == 0, 1)
-
-
-def chunk_loop(model: Any, input_ids: Any, config: Any, model_kwargs: dict, positions: Any) -> dict:
-    """The 4.51 - 4.57 ``_prefill_chunking`` loop with ``positions[:, chunk]`` as each chunk's ``position_ids``."""
-    import torch
-
-    # Upstream raises the graph limit for flex attention's per-chunk graphs; kept so compiled runs behave alike.
-    torch._dynamo.config.cache_size_limit = 64
-    forward = model.forward
-    criteria = getattr(model, "_valid_auto_compile_criteria", None)
-    if criteria is None or criteria(model_kwargs, config):  # 4.51 compiles unconditionally, 4.52+ when valid
-        forward = model.get_compiled_call(config.compile_config)
-    mask = model_kwargs.pop("attention_mask")
-    past = 0
-    for piece in torch.split(input_ids[:, :-1], config.prefill_chunk_size, dim=-1):
-        end = past + piece.shape[-1]
-        model_kwargs["attention_mask"] = mask[:, :end]
-        model_kwargs["cache_position"] = torch.arange(past, end, dtype=torch.long, device=piece.device)
-        model_kwargs["position_ids"] = positions[:, past:end]
-        inputs = model.prepare_inputs_for_generation(piece, **model_kwargs)
-        outputs = forward(**inputs, return_dict=True)
-        model_kwargs["past_key_values"] = outputs.past_key_values
-        past = end
-    model_kwargs["attention_mask"] = mask
-    model_kwargs["cache_position"] = model_kwargs["cache_position"][-1:] + 1
-    model_kwargs.pop("position_ids", None)
-    return model_kwargs

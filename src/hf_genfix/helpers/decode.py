@@ -151,6 +151,48 @@ def positions_from_mask(mask: Any, last: int) -> Any:
     return positions[:, -last:]
 
 
+def prefill_chunks(model: Any, input_ids: Any, config: Any, model_kwargs: dict, positions: Any = None,
+                   full_ids: bool = False) -> dict:
+    """4.51 - 4.57's ``GenerationMixin._prefill_chunking`` loop, for the patches that correct it: the same chunks of
+    ``input_ids[:, :-1]``, mask prefixes, ``cache_position``, compiled forward where the release compiles it, and
+    the same returned ``model_kwargs``. Two changes, each asked for by one patch: ``positions`` (the mask-derived
+    positions of the whole prompt) gives each chunk its slice as ``position_ids`` instead of its cache positions
+    (padding-prefill-chunks); ``full_ids`` hands ``prepare_inputs_for_generation`` the prompt up to the chunk's
+    end instead of the chunk alone, the full-ids contract of a model that slices by its cache's length
+    (decoding-prefill-chunks-full-ids), and raises ``ValueError`` where the model then feeds other than the chunk."""
+    import torch
+
+    # Upstream raises the graph limit for flex attention's per-chunk graphs; kept so compiled runs behave alike.
+    torch._dynamo.config.cache_size_limit = 64
+    forward = model.forward
+    criteria = getattr(model, "_valid_auto_compile_criteria", None)
+    if criteria is None or criteria(model_kwargs, config):  # 4.51 compiles unconditionally, 4.52+ when valid
+        forward = model.get_compiled_call(config.compile_config)
+    mask = model_kwargs.pop("attention_mask", None)
+    past = 0
+    for piece in torch.split(input_ids[:, :-1], config.prefill_chunk_size, dim=-1):
+        end = past + piece.shape[-1]
+        if mask is not None:
+            model_kwargs["attention_mask"] = mask[:, :end]
+        model_kwargs["cache_position"] = torch.arange(past, end, dtype=torch.long, device=piece.device)
+        model_kwargs["position_ids"] = (model_kwargs["cache_position"].unsqueeze(0) if positions is None
+                                        else positions[:, past:end])
+        inputs = model.prepare_inputs_for_generation(input_ids[:, :end] if full_ids else piece, **model_kwargs)
+        fed = inputs.get("input_ids")
+        if full_ids and (fed is None or fed.shape[-1] != piece.shape[-1]):
+            raise ValueError(f"{type(model).__name__}.prepare_inputs_for_generation fed "
+                             f"{None if fed is None else fed.shape[-1]} tokens for a prefill chunk of "
+                             f"{piece.shape[-1]} after {past} cached: its contract is neither cache_position nor "
+                             f"the full ids")
+        outputs = forward(**inputs, return_dict=True)
+        model_kwargs["past_key_values"] = outputs.past_key_values
+        past = end
+    model_kwargs["attention_mask"] = mask
+    model_kwargs["cache_position"] = model_kwargs["cache_position"][-1:] + 1
+    model_kwargs.pop("position_ids", None)
+    return model_kwargs
+
+
 def cache_from_outputs(outputs: Any) -> Any:
     """The cache a forward returned: ``outputs.cache`` from 5.24, ``outputs.past_key_values`` before."""
     fields = getattr(type(outputs), "__dataclass_fields__", None) or ()
