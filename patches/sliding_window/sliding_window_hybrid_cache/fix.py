@@ -9,15 +9,22 @@ second generated token on, and different tokens (4.46.3, 4.53.3, 4.54.0, 4.55.4 
 static cache is built from ``config.layer_types`` (upstream PR 40276), and the same request gives full layers
 where the model has them.
 
+The same holds where a config carries a window that none of its layers uses (SmolLM3 with
+``use_sliding_window`` and ``max_window_layers`` at or above its depth: every layer full by its ``layer_types``;
+found by the sweep's cache-implementations scenario on 4.53-4.55, 0.781 from the second token): every layer
+forgets. Where a config predates ``layer_types`` (before 4.53) such a layout is our guess, and the request is
+left to upstream.
+
 Detection. ``probe()``: a tiny Gemma-2 (sliding, full; window 8), a 12-token prompt, greedy generation with
 ``cache_implementation="sliding_window"``, every step against one no-cache forward of the final sequence.
 
-Correction. ``GenerationMixin._get_cache`` (where generate turns the name into a cache) is wrapped: when the
-model is hybrid according to ``SlidingWindowPolicy.layer_types`` (the model's own layout, also for configs that
-predate ``layer_types``), "sliding_window" is served as "hybrid" -- sliding layers keep the window, full layers
-keep everything, which is what 4.56 does. That needs the release's ``HybridCache`` to know the layout: it reads
-``config.layer_types`` from 4.53 on and is Gemma-2's alternation before; any other hybrid config on an older
-release gets "static" (every layer full: correct, only larger). Models whose every layer slides keep the
+Correction. ``GenerationMixin._get_cache`` (where generate turns the name into a cache) is wrapped: when any layer
+of the model attends fully according to ``SlidingWindowPolicy.layer_types`` (the model's own layout, also for
+configs that predate ``layer_types``), "sliding_window" is served as "hybrid" -- sliding layers keep the window,
+full layers keep everything, which is what 4.56 does. That needs the release's ``HybridCache`` to know the
+layout: it reads ``config.layer_types`` from 4.53 on and is Gemma-2's alternation before; any other such config
+on an older release gets "static" (every layer full: correct, only larger: a full cache is never wrong, the
+model's mask still applies its window). Models whose every layer slides keep the
 ``SlidingWindowCache`` they asked for.
 """
 
@@ -53,11 +60,21 @@ def _get_cache(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
 
 
 def _serve_as(config: Any) -> str:
-    from hf_genfix.helpers.sliding_window import SlidingWindowPolicy, text_config
+    from hf_genfix.helpers.sliding_window import WINDOWED_KINDS, SlidingWindowPolicy, text_config
 
-    if not SlidingWindowPolicy.is_hybrid(config):
-        return "sliding_window"
     text = text_config(config)
+    if getattr(text, "sliding_window", None) is None:
+        return "sliding_window"  # no window to keep: upstream's own answer to the request
+    kinds = set(SlidingWindowPolicy.layer_types(config))
+    if not kinds - WINDOWED_KINDS:
+        return "sliding_window"  # every layer slides (Mistral): the cache asked for fits the model
+    if not kinds & WINDOWED_KINDS and not getattr(text, "layer_types", None):
+        # Every layer full by our reading of a config that predates layer_types: the model's own masks may still
+        # slide them (4.46 Qwen-2 with use_sliding_window windows every layer's eager/sdpa mask whatever
+        # max_window_layers says). Unsure: upstream's cache.
+        return "sliding_window"
+    # A full-attention layer: the hybrid models, and a config with a window that no layer uses (SmolLM3 or Qwen-2
+    # below max_window_layers): every layer full then, and a SlidingWindowCache forgets what they attend to.
     # HybridCache follows layer_types (4.53+) or hard-codes Gemma-2's alternation (before).
     if getattr(text, "layer_types", None) or getattr(text, "model_type", "") == "gemma2":
         return "hybrid"
