@@ -12,15 +12,15 @@ where the model has them.
 The same holds where a config carries a window that none of its layers uses (SmolLM3 with
 ``use_sliding_window`` and ``max_window_layers`` at or above its depth: every layer full by its ``layer_types``;
 found by the sweep's cache-implementations scenario on 4.53-4.55, 0.781 from the second token): every layer
-forgets. Where a config predates ``layer_types`` (before 4.53) such a layout is our guess, and the request is
-left to upstream.
+forgets.
 
 Detection. ``probe()``: a tiny Gemma-2 (sliding, full; window 8), a 12-token prompt, greedy generation with
 ``cache_implementation="sliding_window"``, every step against one no-cache forward of the final sequence.
 
 Correction. ``GenerationMixin._get_cache`` (where generate turns the name into a cache) is wrapped: when any layer
-of the model attends fully according to ``SlidingWindowPolicy.layer_types`` (the model's own layout, also for
-configs that predate ``layer_types``), "sliding_window" is served as "hybrid" -- sliding layers keep the window,
+of the model attends fully (``layers_that_slide``: its attention modules' own ``sliding_window``, else the config's
+``layer_types``, else the fixed layouts of Gemma-2/3 and Cohere-2; unsure otherwise, and then upstream's),
+"sliding_window" is served as "hybrid" -- sliding layers keep the window,
 full layers keep everything, which is what 4.56 does. That needs the release's ``HybridCache`` to know the
 layout: it reads ``config.layer_types`` from 4.53 on and is Gemma-2's alternation before; any other such config
 on an older release gets "static" (every layer full: correct, only larger: a full cache is never wrong, the
@@ -47,7 +47,7 @@ def install(patcher: Any) -> None:
 def _get_cache(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     requested = args[0] if args else kwargs.get("cache_implementation")
     if requested == "sliding_window":
-        served = _serve_as(instance.config)
+        served = _serve_as(instance)
         if served != requested:
             if record.on:
                 record.changed("cache_implementation %r served as %r",
@@ -59,23 +59,38 @@ def _get_cache(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     return wrapped(*args, **kwargs)
 
 
-def _serve_as(config: Any) -> str:
-    from hf_genfix.helpers.sliding_window import WINDOWED_KINDS, SlidingWindowPolicy, text_config
+def _serve_as(model: Any) -> str:
+    from hf_genfix.helpers.sliding_window import text_config
 
-    text = text_config(config)
+    text = text_config(model.config)
     if getattr(text, "sliding_window", None) is None:
         return "sliding_window"  # no window to keep: upstream's own answer to the request
-    kinds = set(SlidingWindowPolicy.layer_types(config))
-    if not kinds - WINDOWED_KINDS:
-        return "sliding_window"  # every layer slides (Mistral): the cache asked for fits the model
-    if not kinds & WINDOWED_KINDS and not getattr(text, "layer_types", None):
-        # Every layer full by our reading of a config that predates layer_types: the model's own masks may still
-        # slide them (4.46 Qwen-2 with use_sliding_window windows every layer's eager/sdpa mask whatever
-        # max_window_layers says). Unsure: upstream's cache.
+    slides = layers_that_slide(model)
+    if slides is None or all(slides):
+        # Every layer slides (Mistral, 4.55's Qwen-3-MoE): the cache asked for fits the model. Or we cannot tell:
+        # upstream's cache (a full one would be right too, but neither bitwise upstream's nor as small).
         return "sliding_window"
-    # A full-attention layer: the hybrid models, and a config with a window that no layer uses (SmolLM3 or Qwen-2
-    # below max_window_layers): every layer full then, and a SlidingWindowCache forgets what they attend to.
+    # A full-attention layer: the hybrid models, and a config with a window that no layer uses (SmolLM3).
     # HybridCache follows layer_types (4.53+) or hard-codes Gemma-2's alternation (before).
     if getattr(text, "layer_types", None) or getattr(text, "model_type", "") == "gemma2":
         return "hybrid"
     return "static"
+
+
+def layers_that_slide(model: Any) -> "list[bool] | None":
+    """Whether each decoder layer's attention slides, as the model itself computes it: the ``sliding_window`` its
+    attention modules hold (None on a full layer) where every one of them has the attribute; else the config's
+    explicit ``layer_types`` (4.53+); else the layouts that predate it and are fixed by the model type (Gemma-2's
+    alternation, Gemma-3's and Cohere-2's pattern). None when unsure: 4.55's Qwen-2-MoE and Qwen-3-MoE have no
+    layer_types and slide every layer whatever max_window_layers says (so does 4.46's Qwen-2 in its eager mask)."""
+    from hf_genfix.helpers.sliding_window import WINDOWED_KINDS, SlidingWindowPolicy, text_config
+
+    attention = [module for name, module in model.named_modules() if name.endswith("self_attn")]
+    if attention and all(hasattr(module, "sliding_window") for module in attention):
+        return [module.sliding_window is not None for module in attention]
+    text = text_config(model.config)
+    if not getattr(text, "layer_types", None) and getattr(text, "model_type", "") not in (
+        "gemma2", "gemma3_text", "cohere2"
+    ):
+        return None
+    return [kind in WINDOWED_KINDS for kind in SlidingWindowPolicy.layer_types(model.config)]
