@@ -16,10 +16,11 @@ Detection. The probe: a loud tiny CTRL (matrices at std 0.3), a 19-token prompt,
 tokens, every step against a no-cache forward of the row.
 
 Correction. The wrapper runs the release's loop (``helpers.decode.prefill_chunks``) with one change where the
-model's own ``prepare_inputs_for_generation`` names no ``cache_position``: it is handed the prompt up to the
-chunk's end, as generate() hands it the whole sequence at every decoding step, so its own slicing leaves exactly
-the chunk. A chunk it does not feed whole raises ``ValueError`` (a contract the patch does not know) instead of a
-silently wrong prefill. Everything else keeps upstream's loop (and the wrappers below this one): models using
+model's own ``prepare_inputs_for_generation`` names no ``cache_position``: when it cuts a chunk it is handed alone
+(upstream's call, made first), it is handed the prompt up to the chunk's end, as generate() hands it the whole
+sequence at every decoding step, so its own slicing leaves exactly the chunk. A chunk it feeds whole is upstream's
+call exactly; one it does not feed whole either way raises ``ValueError`` (a contract the patch does not know)
+instead of a silently wrong prefill. Everything else keeps upstream's loop (and the wrappers below this one): models using
 generate()'s method or naming ``cache_position``, padded batches (padding-prefill-chunks; a model of this kind
 takes no position ids from the mask anyway), prompts with ``inputs_embeds`` or an image
 (decoding-prefill-chunks-inputs), a caller's own ``position_ids``, and a call without a cache (upstream's error).

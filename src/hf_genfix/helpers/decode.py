@@ -157,9 +157,10 @@ def prefill_chunks(model: Any, input_ids: Any, config: Any, model_kwargs: dict, 
     ``input_ids[:, :-1]``, mask prefixes, ``cache_position``, compiled forward where the release compiles it, and
     the same returned ``model_kwargs``. Two changes, each asked for by one patch: ``positions`` (the mask-derived
     positions of the whole prompt) gives each chunk its slice as ``position_ids`` instead of its cache positions
-    (padding-prefill-chunks); ``full_ids`` hands ``prepare_inputs_for_generation`` the prompt up to the chunk's
-    end instead of the chunk alone, the full-ids contract of a model that slices by its cache's length
-    (decoding-prefill-chunks-full-ids), and raises ``ValueError`` where the model then feeds other than the chunk."""
+    (padding-prefill-chunks); ``full_ids``: where the model cuts a chunk it is handed alone, it is handed the prompt
+    up to the chunk's end instead, the full-ids contract of a model that slices by its cache's length
+    (decoding-prefill-chunks-full-ids), and ``ValueError`` is raised where it feeds other than the chunk either way.
+    A model that feeds the chunk it is handed gets upstream's call exactly."""
     import torch
 
     # Upstream raises the graph limit for flex attention's per-chunk graphs; kept so compiled runs behave alike.
@@ -177,13 +178,14 @@ def prefill_chunks(model: Any, input_ids: Any, config: Any, model_kwargs: dict, 
         model_kwargs["cache_position"] = torch.arange(past, end, dtype=torch.long, device=piece.device)
         model_kwargs["position_ids"] = (model_kwargs["cache_position"].unsqueeze(0) if positions is None
                                         else positions[:, past:end])
-        inputs = model.prepare_inputs_for_generation(input_ids[:, :end] if full_ids else piece, **model_kwargs)
-        fed = inputs.get("input_ids")
-        if full_ids and (fed is None or fed.shape[-1] != piece.shape[-1]):
-            raise ValueError(f"{type(model).__name__}.prepare_inputs_for_generation fed "
-                             f"{None if fed is None else fed.shape[-1]} tokens for a prefill chunk of "
-                             f"{piece.shape[-1]} after {past} cached: its contract is neither cache_position nor "
-                             f"the full ids")
+        inputs = model.prepare_inputs_for_generation(piece, **model_kwargs)
+        if full_ids and past and _fed(inputs) != piece.shape[-1]:
+            # The chunk alone was cut (the model slices by its cache's length): the ids up to the chunk's end.
+            inputs = model.prepare_inputs_for_generation(input_ids[:, :end], **model_kwargs)
+            if _fed(inputs) != piece.shape[-1]:
+                raise ValueError(f"{type(model).__name__}.prepare_inputs_for_generation fed {_fed(inputs)} tokens "
+                                 f"for a prefill chunk of {piece.shape[-1]} after {past} cached, given the chunk "
+                                 f"or the ids up to it: its contract is neither cache_position nor the full ids")
         outputs = forward(**inputs, return_dict=True)
         model_kwargs["past_key_values"] = outputs.past_key_values
         past = end
@@ -191,6 +193,12 @@ def prefill_chunks(model: Any, input_ids: Any, config: Any, model_kwargs: dict, 
     model_kwargs["cache_position"] = model_kwargs["cache_position"][-1:] + 1
     model_kwargs.pop("position_ids", None)
     return model_kwargs
+
+
+def _fed(inputs: Any) -> "int | None":
+    """How many tokens ``prepare_inputs_for_generation``'s result feeds (None without ``input_ids``)."""
+    ids = inputs.get("input_ids") if isinstance(inputs, dict) else None
+    return None if ids is None else int(ids.shape[-1])
 
 
 def cache_from_outputs(outputs: Any) -> Any:
