@@ -78,6 +78,29 @@ def test_a_model_that_does_not_feed_the_chunk_gets_an_error(subject):
                        prefill_chunk_size=4, pad_token_id=0)
 
 
+def test_a_model_that_feeds_what_it_is_handed_gets_upstreams_call(subject):
+    """A method that names no cache_position and slices nothing: upstream's loop hands it each chunk, which it
+    feeds whole; the patch makes the same call, never the prefix (bitwise the same generation, whatever its
+    decoding steps, which feed the whole sequence again, are worth)."""
+    import torch
+
+    model = subject.model
+    base = type(model)
+    handed = []
+
+    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, use_cache=None, **kwargs):
+        handed.append(input_ids.shape[-1])
+        return {"input_ids": input_ids, "past_key_values": past_key_values, "use_cache": use_cache}
+
+    model.__class__ = type("HandedCTRL", (base,), {"prepare_inputs_for_generation": prepare_inputs_for_generation,
+                                                   "__module__": base.__module__})
+    ids = torch.arange(3, 16)[None]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert_upstream_bitwise(model, PID, ids, attention_mask=torch.ones_like(ids), prefill_chunk_size=4)
+    assert 12 not in handed  # the prefix before the last chunk is never handed over (chunks of 4 over 12 tokens)
+
+
 class TestPatch(PatchTests):
     """``decoding-prefill-chunks-full-ids``: its probe proves it on this release; its plain program gets it
     installed."""
