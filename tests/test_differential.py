@@ -116,6 +116,27 @@ def test_a_returned_cache_that_says_the_positions_it_holds(upstream_cache, ours_
     assert compare(upstream, ours)[0] == verdict
 
 
+@pytest.mark.parametrize("ours_outputs, ours_caches, loud, verdict", [
+    ([2.0, 1.0], "sliding_window, hybrid", "sliding_window: upstream raises it too: RuntimeError", "corrected"),
+    ([2.0, 1.5], "sliding_window, hybrid", "sliding_window: upstream raises it too: RuntimeError", "worse"),  # hybrid's bits
+    ([2.0, 1.0], "sliding_window, hybrid", "", "worse"),        # upstream did not raise on it: a skipped call
+    ([1.0, 2.0], "hybrid, static", "sliding_window: raises", "worse"),  # not the call upstream raised on
+])
+def test_a_call_upstream_raises_on_answered_right_is_a_correction(ours_outputs, ours_caches, loud, verdict):
+    """cache-implementations lists the implementations upstream raises on and goes on with the others (4.49's
+    Gemma-2 with 'sliding_window'): answering that call right, every other call bitwise upstream's, corrects."""
+    import torch
+
+    from hf_genfix.oracles.differential import Observation, compare
+
+    def obs(outputs, caches, unsupported):
+        return Observation("pass", "m", None, figures={"caches": caches, "unsupported": unsupported},
+                           outputs=[{"call": "generate", "sequences": torch.tensor([x])} for x in outputs])
+
+    upstream = obs([1.0], "hybrid", loud)
+    assert compare(upstream, obs(ours_outputs, ours_caches, ""))[0] == verdict
+
+
 def test_summary_line():
     from hf_genfix.oracles.differential import summary_line, tally
 
