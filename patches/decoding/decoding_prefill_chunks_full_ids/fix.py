@@ -1,6 +1,6 @@
-"""decoding-prefill-chunks-full-ids: on 4.54 - 4.56, ``generate(prefill_chunk_size=k)`` on a model whose own
+"""decoding-prefill-chunks-full-ids: on 4.54 - 4.57, ``generate(prefill_chunk_size=k)`` on a model whose own
 ``prepare_inputs_for_generation`` slices the ids by its cache's length (CTRL) is silently wrong from the first
-new token.
+new token (4.54 - 4.56) or crashes (4.57).
 
 The defect. ``GenerationMixin._prefill_chunking`` (4.51 - 4.57) hands ``prepare_inputs_for_generation`` each chunk
 alone, with the chunk's ``cache_position``. generate()'s default method slices by ``cache_position`` and feeds the
@@ -8,9 +8,10 @@ chunk. A model with its own method written for the other contract of generate() 
 it drops the tokens its cache holds (``input_ids[:, cache.get_seq_length():]``, or the last token when the ids are
 no longer than the cache) and names no ``cache_position`` -- gets a chunk of ``k`` after ``k`` or more cached
 tokens and keeps only its last token. Every chunk after the first loses all but one token: the prompt reaches the
-cache with holes, and from the first new token on every logit is wrong (CTRL, a loud tiny model: 0.997). Before
-4.54 such models get no default cache and the loop refuses them (``Cannot use prefill chunking without a cache``);
-4.57 raises a shape error; 5.0 replaced the loop by ``_prefill``.
+cache with holes, and from the first new token on every logit is wrong (CTRL, a loud tiny model: 0.997). 4.57
+crashes on the same cut chunk (the chunk's mask prefix no longer matches the one token fed: a shape error).
+Before 4.54 such models get no default cache and the loop refuses them (``Cannot use prefill chunking without a
+cache``); 5.0 replaced the loop by ``_prefill``.
 
 Detection. The probe: a loud tiny CTRL (matrices at std 0.3), a 19-token prompt, ``prefill_chunk_size=5``, 4 new
 tokens, every step against a no-cache forward of the row.
