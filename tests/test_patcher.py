@@ -199,6 +199,29 @@ def test_signature_sees_through_a_decorator_that_hides_it():
     assert signature(told) == inspect.signature(told)
 
 
+def test_cache_argument_finds_the_cache_under_any_name_a_release_takes():
+    from hf_genfix.toolkit import cache_argument, signature
+
+    def forward(input_ids, past_key_values=None, cache=None, **kwargs):
+        return input_ids
+
+    def bound(*args, **kwargs):
+        return signature(forward).bind(*args, **kwargs).arguments
+
+    names = ("cache", "past_key_values", "cache_params")
+    assert cache_argument(bound("i", cache="c"), names) == "c"
+    assert cache_argument(bound("i", past_key_values="p"), names) == "p"
+    # A name given as None does not hide the one the call did hand over; the first name listed wins among several.
+    assert cache_argument(bound("i", past_key_values="p", cache=None), names) == "p"
+    assert cache_argument(bound("i", past_key_values="p", cache="c"), names) == "c"
+    # A deprecated name lands in **kwargs (5.24 takes cache_params through a deprecation wrapper).
+    assert cache_argument(bound("i", cache_params="s"), names) == "s"
+    assert cache_argument(bound("i", cache_params="s"), ("cache",)) is None
+    assert cache_argument(bound("i"), names) is None
+    # Arguments already flattened (bound_arguments) are read the same way.
+    assert cache_argument({"input_ids": "i", "cache_params": "s"}, names) == "s"
+
+
 def test_require_checks_the_parameters_behind_such_a_decorator(module):
     def step(self, input_ids, past_key_values=None):
         return input_ids

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hf_genfix.toolkit import bound_arguments, recorder, signature
+from hf_genfix.toolkit import bound_arguments, cache_argument, recorder, signature
 
 TARGET = "transformers.models.bamba.modeling_bamba:BambaModel.forward"
 # The keywords the cache arrives under: ``cache`` from 5.24; ``past_key_values`` before (and, deprecated, after).
@@ -51,7 +51,7 @@ def _positions_after_the_cache(wrapped: Any, instance: Any, args: tuple, kwargs:
     if bound.get("cache_position") is not None and "cache_position" in _parameters(wrapped):
         return wrapped(*args, **kwargs)  # a forward that numbers them by the caller's cache_position (not 5.5 on,
         # where a cache_position the caller passes lands in **kwargs and the forward ignores it)
-    cache = next((bound[k] for k in CACHE_KEYWORDS if bound.get(k) is not None), None)
+    cache = cache_argument(bound, CACHE_KEYWORDS)
     tokens = bound.get("inputs_embeds") if bound.get("inputs_embeds") is not None else bound.get("input_ids")
     if cache is None or tokens is None or not hasattr(cache, "get_seq_length"):
         return wrapped(*args, **kwargs)

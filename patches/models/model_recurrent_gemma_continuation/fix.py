@@ -43,7 +43,7 @@ import types
 from typing import Any
 
 from hf_genfix.helpers.decode import cache_length
-from hf_genfix.toolkit import Drift, recorder, signature
+from hf_genfix.toolkit import Drift, cache_argument, recorder, signature
 
 MODULE = "transformers.models.recurrent_gemma.modeling_recurrent_gemma"
 BACKBONE = f"{MODULE}:RecurrentGemmaModel.forward"
@@ -70,14 +70,6 @@ def install(patcher: Any) -> None:
     patcher.wrap(BLOCK, _split_after_state)
 
 
-def _cache_argument(arguments: dict) -> Any:
-    for keyword in CACHE_KEYWORDS:
-        if arguments.get(keyword) is not None:
-            return arguments[keyword]
-    extra = arguments.get("kwargs") or {}
-    return next((extra[k] for k in CACHE_KEYWORDS if extra.get(k) is not None), None)
-
-
 def _blocks(backbone: Any) -> list[Any]:
     """The recurrent blocks of the backbone, in order (the ones with an RG-LRU)."""
     layers = getattr(backbone, "layers", None) or ()
@@ -100,7 +92,7 @@ def _carry_state(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
         arguments = signature(wrapped).bind(*args, **kwargs).arguments
     except TypeError:
         return wrapped(*args, **kwargs)
-    cache = _cache_argument(arguments)
+    cache = cache_argument(arguments, CACHE_KEYWORDS)
     use_cache = arguments.get("use_cache")
     if use_cache is None:
         use_cache = getattr(getattr(instance, "config", None), "use_cache", False)

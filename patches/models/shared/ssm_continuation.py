@@ -25,13 +25,14 @@ Two things go wrong upstream, and the three wrappers here put them right:
 from __future__ import annotations
 
 import functools
-import inspect
 from typing import Any
 
-from hf_genfix.toolkit import signature
+from hf_genfix.toolkit import cache_argument, signature
 
 COUNT = "_hf_genfix_columns_fed"  # an attribute of the cache: the columns of input fed into its states so far
 PADS_AFTER_STATE = "_hf_genfix_pads_after_state"  # an attribute of the cache: a chunk after a state held pads
+# The names the cache arrives under: ``cache`` from 5.24, ``cache_params`` before (and, deprecated, in **kwargs).
+CACHE_KEYWORDS = ("cache", "cache_params")
 # A fix that installs ``split_after_state`` says so as its ``NOT_BITWISE`` (the sweep's rounding verdict reads it).
 SPLIT_NOT_BITWISE = ("several tokens after a state go through the mixer's one-token path one at a time, where "
                      "upstream scans them as one chunk from a zero state: a different order of float operations, "
@@ -52,22 +53,13 @@ def install_continuation(patcher: Any, mixer: str | None, backbone: str | None =
         if target is None:
             continue
         value = patcher.require(target, *params)
-        if not {"cache", "cache_params"} & set(signature(value).parameters):
+        if not set(CACHE_KEYWORDS) & set(signature(value).parameters):
             raise Drift(f"{target} takes neither cache nor cache_params")
     if mixer is not None:
         patcher.wrap(mixer, split_after_state)
     if backbone is not None and prepare is not None:
         patcher.wrap(backbone, count_fed)
         patcher.wrap(prepare, slice_continuation)
-
-
-def _cache_argument(bound: inspect.BoundArguments) -> Any:
-    args = bound.arguments
-    cache = args.get("cache", args.get("cache_params"))
-    if cache is None:  # the deprecated name, passed through **kwargs
-        extra = args.get("kwargs") or {}
-        cache = extra.get("cache", extra.get("cache_params"))
-    return cache
 
 
 def has_state(cache: Any, layer: Any = None) -> bool:
@@ -101,7 +93,7 @@ def split_after_state(wrapped: Any, instance: Any, args: tuple, kwargs: dict) ->
     if hidden is None or hidden.dim() != 3 or hidden.shape[1] < 2:
         return wrapped(*args, **kwargs)
     bound = signature(wrapped).bind(*args, **kwargs)
-    cache = _cache_argument(bound)
+    cache = cache_argument(bound.arguments, CACHE_KEYWORDS)
     layer = getattr(instance, "layer_idx", None)
     if cache is None or layer is None or not has_state(cache, layer):
         return wrapped(*args, **kwargs)
@@ -158,7 +150,7 @@ def count_fed(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     bound = signature(wrapped).bind(*args, **kwargs)
     ids, embeds = bound.arguments.get("input_ids"), bound.arguments.get("inputs_embeds")
     fed = ids.shape[1] if ids is not None else embeds.shape[1] if embeds is not None else None
-    cache = _cache_argument(bound)
+    cache = cache_argument(bound.arguments, CACHE_KEYWORDS)
     before = None
     if cache is not None and has_state(cache):
         before = getattr(cache, COUNT, None)  # None: filled where nobody counted; stays unknown
@@ -187,7 +179,7 @@ def slice_continuation(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -
     bound = signature(wrapped).bind(*args, **kwargs)
     extra = bound.arguments.get("kwargs") or {}
     ids = bound.arguments.get("input_ids")
-    cache = _cache_argument(bound)
+    cache = cache_argument(bound.arguments, CACHE_KEYWORDS)
     first = bound.arguments.get("is_first_iteration", extra.get("is_first_iteration"))
     if (ids is None or cache is None or not first or extra.get("next_sequence_length") is not None
             or bound.arguments.get("inputs_embeds") is not None or not _all_linear(cache) or not has_state(cache)):

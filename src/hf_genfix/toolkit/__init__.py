@@ -10,7 +10,8 @@ is used), not another family's code, not another patch's folder. Code that two f
   ``replace``, ``wrap_subclasses``, ``add_to_subclasses``, ``require``, ``on``, ``patch_id`` and
   ``transformers_version`` (docs/writing-a-patch.md says what each does).
 - ``Drift``: raise it in ``install`` when the release lacks what the fix needs.
-- ``bound_arguments``: a call's arguments by name; ``signature``: a function's parameters, seen through a decorator
+- ``bound_arguments``: a call's arguments by name; ``cache_argument``: the cache among them, under whichever name
+  this release takes it (and a deprecated name in ``**kwargs``); ``signature``: a function's parameters, seen through a decorator
   that hides them behind ``(*args, **kwargs)`` (what ``require`` checks, and what a wrapper binds with).
 - ``recorder``: how a wrapper reports the calls it sees and changes (``hf_genfix.recording()``), as its own patch.
 - ``hidden_from_warnings``, ``resolve``, ``reset_in_child``, ``hold_across_fork``, ``env_name``: the core's
@@ -38,7 +39,7 @@ from .._errors import Drift, HFGenfixWarning
 from .._fork import hold_across_fork, reset_in_child
 from .._patcher import hidden_from_warnings, resolve, signature
 
-__all__ = ["Drift", "Patcher", "Recorder", "bound_arguments", "env_name", "hidden_from_warnings",
+__all__ = ["Drift", "Patcher", "Recorder", "bound_arguments", "cache_argument", "env_name", "hidden_from_warnings",
            "forget_warnings", "hold_across_fork", "patch_of_module", "recorder", "reset_in_child", "resolve",
            "signature", "warn_once"]
 
@@ -65,6 +66,19 @@ def bound_arguments(func: Any, args: tuple, kwargs: dict) -> dict:
         if param.kind is inspect.Parameter.VAR_KEYWORD and name in bound:
             bound.update(bound.pop(name))
     return dict(bound)
+
+
+def cache_argument(arguments: Any, keywords: tuple[str, ...]) -> Any:
+    """The cache a call was handed: the first of ``keywords`` (the names releases take it under, such as
+    ``past_key_values``, ``cache_params``, and ``cache`` from 5.24) that is not None among ``arguments`` (bound by
+    name, as ``signature(func).bind(...).arguments`` or ``bound_arguments`` give them), then among the keyword extras
+    (``arguments["kwargs"]``), where a deprecated name lands; None when the call has none."""
+    extras = arguments.get("kwargs")
+    for source in (arguments, extras if isinstance(extras, dict) else {}):
+        for keyword in keywords:
+            if source.get(keyword) is not None:
+                return source[keyword]
+    return None
 
 
 def patch_of_module(module_name: str) -> str:
