@@ -47,10 +47,11 @@ def _update(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
         return keys, values
     if hasattr(instance, "conv_states"):
         # A layer that is also a linear-attention layer (LinearAttentionAndSlidingWindowAttentionLayer: InklingText's
-        # 'hybrid_sliding' layers) records its short-convolution states too, and 5.15-5.17 roll those back wrong
-        # (prompt lookup, one forward per crop, is silently wrong there: an open finding). Cutting the keys alone
-        # turned upstream's crash into a silently wrong draft (0.00424 on the sweep's InklingText, 5.16.1): left
-        # to upstream, whose RuntimeError is the honest answer.
+        # 'hybrid_sliding' layers). Where upstream raises here (the drafter's forwards), cutting the keys lets the
+        # round go on to the target's verification, which 5.15-5.17 get wrong on InklingText after a crop by a 0-d
+        # tensor (drafting-crop-length-tensor's defect): a silently wrong draft (0.00424 on the sweep's InklingText,
+        # 5.16.1) with that patch off. Left to upstream's RuntimeError, the honest answer; with both patches on the
+        # cut would be right (measured on 5.16.1), but this patch cannot know that the other one is on.
         return keys, values
     new = args[0] if args else kwargs["key_states"]
     visible = instance.sliding_window - 1 + new.shape[-2]
