@@ -63,7 +63,8 @@ def subject(require_applied):
 def test_inkling_prompt_lookup_is_plain_greedy(subject, scenario):
     from hf_genfix.oracles.sweep import SCENARIOS
 
-    SCENARIOS[scenario](subject)
+    figures = SCENARIOS[scenario](subject)  # raises DefectObserved where prompt lookup is not plain greedy
+    assert figures["tokens"] >= 5
 
 
 def test_without_the_patch_inkling_prompt_lookup_is_wrong(subject):

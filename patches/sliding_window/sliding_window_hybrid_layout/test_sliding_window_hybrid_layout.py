@@ -24,7 +24,8 @@ def test_every_cache_implementation_matches_the_no_cache_forward(require_applied
     from hf_genfix.oracles.sweep import SCENARIOS, Subject
 
     require_applied(PID)
-    SCENARIOS["cache-implementations"](Subject(model_type))
+    figures = SCENARIOS["cache-implementations"](Subject(model_type))  # raises DefectObserved on a wrong step
+    assert "hybrid" in figures["caches"] and figures["max_logit_diff"] <= 1e-4
 
 
 def test_without_the_patch_hybrid_is_wrong(require_applied):
