@@ -71,9 +71,10 @@ def _prefill_chunking(wrapped: Any, instance: Any, args: tuple, kwargs: dict) ->
 
 
 def _window(model: Any) -> int | None:
+    from hf_genfix.helpers.sliding_window import text_config
+
     config = getattr(model, "config", None)
-    text = config.get_text_config() if hasattr(config, "get_text_config") else config
-    window = getattr(text, "sliding_window", None)
+    window = getattr(text_config(config), "sliding_window", None) if config is not None else None
     return window if isinstance(window, int) and window > 0 else None
 
 
