@@ -21,7 +21,8 @@ Correction. ``DynamicSlidingWindowLayer.update`` is wrapped in place: while the 
 states it returns are cut to the last ``sliding_window - 1 + new tokens``, exactly the keys the mask describes
 (what 5.18.0 does). The layer itself still holds every state, so ``crop`` can rewind it; without past recording
 the wrapper returns upstream's result untouched, and so it does for a layer that also holds linear-attention
-states (InklingText), whose rollback on these releases is wrong beyond the keys.
+states (InklingText): cutting its keys lets the round reach a target verification that these releases get wrong
+after a crop by a 0-d tensor (drafting-crop-length-tensor's defect), so upstream's error is kept (see ``_update``).
 """
 
 from __future__ import annotations

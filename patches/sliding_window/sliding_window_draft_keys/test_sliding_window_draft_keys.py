@@ -2,8 +2,8 @@
 upstream's crash.
 
 Where the patch is applied (5.15-5.17): InklingText, whose 'hybrid_sliding' layers also record short-convolution
-states that these releases roll back wrong, keeps upstream's RuntimeError with 4-token drafts (cutting its keys
-alone returned wrong logits: 0.00424 on 5.16.1). The probe (Mistral, Gemma-2) is ``TestPatch``'s.
+states, keeps upstream's RuntimeError with 4-token drafts (cutting its keys alone returned wrong logits, 0.00424 on
+5.16.1, with drafting-crop-length-tensor off). The probe (Mistral, Gemma-2) is ``TestPatch``'s.
 """
 
 from __future__ import annotations
