@@ -1,8 +1,9 @@
-"""The models family's ``ssm_continuation.has_state``: every form of a cache's "holds a state" it meets upstream."""
+"""The models family's ``ssm_continuation``: ``has_state`` (every form of a cache's "holds a state" it meets
+upstream) and ``_all_linear`` (which caches a continuation may be sliced by)."""
 
 from __future__ import annotations
 
-from hf_genfix._patches.models.shared.ssm_continuation import has_state
+from hf_genfix._patches.models.shared.ssm_continuation import _all_linear, has_state
 
 
 class _Flag:  # the hybrid caches before 5.17: one bool for every layer
@@ -42,3 +43,16 @@ def test_a_method_that_takes_no_layer_is_asked_without_one():
 
 def test_anything_else_holds_no_state():
     assert not has_state(object(), 0) and not has_state(None)
+
+
+class _OwnCache:  # a model's own cache class (5.4's Mamba2Cache): conv_states and ssm_states, no layers
+    has_previous_state = True
+
+
+def test_a_model_specific_cache_is_sliced_by_only_where_its_fix_names_its_class():
+    # 5.4's Mamba-2 (session 27): its own Mamba2Cache, named by model-mamba2-continuation's fix. Any other cache
+    # without layers (4.x's, a subclass, a look-alike) is upstream's: its layout is never guessed.
+    assert _all_linear(_OwnCache(), (_OwnCache,))
+    assert not _all_linear(_OwnCache())
+    assert not _all_linear(type("Sub", (_OwnCache,), {})(), (_OwnCache,))
+    assert not _all_linear(_Flag(True), (_OwnCache,))

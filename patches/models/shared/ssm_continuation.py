@@ -40,11 +40,13 @@ SPLIT_NOT_BITWISE = ("several tokens after a state go through the mixer's one-to
 
 
 def install_continuation(patcher: Any, mixer: str | None, backbone: str | None = None,
-                         prepare: str | None = None) -> None:
+                         prepare: str | None = None, own_cache: type | None = None) -> None:
     """Wrap one model's mixer where its chunk path forgets the state (not Mamba-2's, which scans from the cached
     state) and, for a model whose cache holds recurrent states only, its backbone and prepare_inputs_for_generation
     (a hybrid's cache has attention layers: generate() slices by their length). The cache argument is ``cache``
-    from 5.24 (``cache_params`` before; 5.24 still takes that name through a deprecation wrapper)."""
+    from 5.24 (``cache_params`` before; 5.24 still takes that name through a deprecation wrapper). ``own_cache``:
+    the model's own cache class where this release still has one (5.4's ``Mamba2Cache``), a class its fix knows to
+    hold recurrent states only; without it, only a generic cache of linear layers is sliced by."""
     from hf_genfix import Drift
 
     targets = ((mixer, ("hidden_states", "attention_mask")), (backbone, ("input_ids", "inputs_embeds")),
@@ -58,8 +60,9 @@ def install_continuation(patcher: Any, mixer: str | None, backbone: str | None =
     if mixer is not None:
         patcher.wrap(mixer, split_after_state)
     if backbone is not None and prepare is not None:
+        recurrent = (own_cache,) if own_cache is not None else ()
         patcher.wrap(backbone, count_fed)
-        patcher.wrap(prepare, slice_continuation)
+        patcher.wrap(prepare, functools.partial(slice_continuation, recurrent=recurrent))
 
 
 def has_state(cache: Any, layer: Any = None) -> bool:
@@ -173,16 +176,17 @@ def count_fed(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     return out
 
 
-def slice_continuation(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+def slice_continuation(wrapped: Any, instance: Any, args: tuple, kwargs: dict, recurrent: tuple = ()) -> Any:
     """The model's prepare_inputs_for_generation: a first iteration over a cache that holds a state feeds only the
-    columns the cache has not seen, as generate() does for an attention cache of that length."""
+    columns the cache has not seen, as generate() does for an attention cache of that length (``recurrent``: the
+    model's own cache classes that hold recurrent states only)."""
     bound = signature(wrapped).bind(*args, **kwargs)
     extra = bound.arguments.get("kwargs") or {}
     ids = bound.arguments.get("input_ids")
     cache = cache_argument(bound.arguments, CACHE_KEYWORDS)
     first = bound.arguments.get("is_first_iteration", extra.get("is_first_iteration"))
     if (ids is None or cache is None or not first or extra.get("next_sequence_length") is not None
-            or bound.arguments.get("inputs_embeds") is not None or not _all_linear(cache) or not has_state(cache)):
+            or bound.arguments.get("inputs_embeds") is not None or not _all_linear(cache, recurrent) or not has_state(cache)):
         return wrapped(*args, **kwargs)
     seen = getattr(cache, COUNT, None)
     mask = bound.arguments.get("attention_mask")
@@ -196,11 +200,14 @@ def slice_continuation(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -
     return inputs
 
 
-def _all_linear(cache: Any) -> bool:
+def _all_linear(cache: Any, recurrent: tuple = ()) -> bool:
     """Whether every layer of the cache holds recurrent states only (no attention layer that generate() could
     slice by). ``Cache.is_linear`` says so from 5.13; 5.5-5.12 have the same layer classes without the property,
     so its definition is applied to them by class name (a linear-attention layer that is not also an attention
-    layer). A cache without either (the 4.x and 5.0-5.4 model-specific caches) is not ours to slice."""
+    layer). A model-specific cache (4.x, 5.0-5.4) is sliced by only where the fix names its class (``recurrent``):
+    its layout is not read, so nothing is guessed."""
+    if recurrent and type(cache) in recurrent:
+        return True
     flags = getattr(cache, "is_linear", None)
     if flags is None:
         layers = getattr(cache, "layers", None)
