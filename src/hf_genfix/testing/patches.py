@@ -374,6 +374,7 @@ def write_repos(root: Path) -> dict[str, str]:
         "gemma3-vlm": lambda: tiny_gemma3_vlm().config,
         "gemma4-vlm": lambda: tiny_gemma4_vlm().config,
         "kosmos-2": lambda: build_image_text("kosmos-2").config,
+        "fuyu": lambda: build_image_text("fuyu").config,
         "paligemma": lambda: build_image_text("paligemma").config,
         "idefics2": lambda: build_image_text("idefics2").config,
         "idefics3": lambda: build_image_text("idefics3").config,
