@@ -89,11 +89,16 @@ def _idefics_pixels(gen: Any) -> dict:
 
 def _fuyu_pixels(gen: Any) -> dict:
     """Fuyu: the image as 16 flattened 4x4x3 patches (the processor's ``image_patches``; ``pixel_values`` from
-    5.23, which renamed it)."""
-    import torch
-    import transformers
+    5.23, which renamed it). The name is read from the model's forward: keyed on the major version until session
+    27, 5.0-5.22 were handed ``pixel_values``, which generate() refuses there, and every Fuyu image scenario was an
+    "upstream error" on those releases."""
+    import inspect
 
-    key = "pixel_values" if int(transformers.__version__.split(".")[0]) >= 5 else "image_patches"
+    import torch
+    from transformers import FuyuForCausalLM
+
+    key = "image_patches" if "image_patches" in inspect.signature(FuyuForCausalLM.forward).parameters \
+        else "pixel_values"
     return {key: torch.rand(1, 16, 48, generator=gen, device="cpu")}
 
 
