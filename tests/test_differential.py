@@ -53,12 +53,13 @@ def test_never_worse_than_upstream(capsys):
     assert not worse, "hf_genfix is worse than upstream:\n" + "\n".join(worse)
 
 
-def _obs(outcome, output=0.0, error=None, message="m"):
+def _obs(outcome, output=0.0, error=None, message="m", where=""):
     import torch
 
     from hf_genfix.oracles.differential import Observation
 
-    return Observation(outcome, message, error, outputs=[{"call": "generate", "sequences": torch.tensor([output])}])
+    return Observation(outcome, message, error, outputs=[{"call": "generate", "sequences": torch.tensor([output])}],
+                       where=where)
 
 
 @pytest.mark.parametrize("upstream, ours, verdict", [
@@ -70,6 +71,13 @@ def _obs(outcome, output=0.0, error=None, message="m"):
     (("raised", 0.0, "TypeError"), ("pass", 2.0), "corrected"),
     (("raised", 0.0, "TypeError"), ("raised", 0.0, "TypeError"), "same-exception"),
     (("raised", 0.0, "TypeError"), ("raised", 0.0, "ValueError"), "worse"),
+    # both raised in transformers' own code (5.2.0 GLM-MoE-DSA: hf_genfix past upstream's TypeError to the model's
+    # RuntimeError); where hf_genfix's own code raises, or the place is unknown, another exception stays worse
+    (("raised", 0.0, "TypeError", "m", "site-packages/transformers/generation/candidate_generator.py:40"),
+     ("raised", 0.0, "RuntimeError", "m", "site-packages/transformers/models/glm_moe_dsa/modeling_glm_moe_dsa.py:225"),
+     "same-exception"),
+    (("raised", 0.0, "TypeError", "m", "site-packages/transformers/generation/utils.py:1"),
+     ("raised", 0.0, "RuntimeError", "m", "site-packages/hf_genfix/_patches/x/fix.py:9"), "worse"),
     # loud both ways, and hf_genfix's failure is transformers refusing the call in words (5.2's MiniMax)
     (("raised", 0.0, "TypeError"), ("raised", 0.0, "RuntimeError", "MiniMaxCache doesnot support `crop` method"),
      "same-exception"),

@@ -14,7 +14,8 @@ logits, the length of the returned cache) and, for scenarios that call the model
   and where the outputs are bitwise upstream's but for a returned cache's length, which hf_genfix's cache gives
   as the positions its layers hold and upstream's does not;
 - ``same-exception``: both raise an exception of the same type, or both raise and hf_genfix's is a refusal in
-  words (transformers' own, ``refuses``, or one of hf_genfix's ``...Unsupported`` errors);
+  words (transformers' own, ``refuses``, or one of hf_genfix's ``...Unsupported`` errors), or both exceptions are
+  raised in transformers' own code (hf_genfix took the call past upstream's failure to another of upstream's);
 - ``unchanged``: upstream is wrong and hf_genfix returns the same (bitwise) wrong output: a defect it does not
   correct, not one it adds;
 - ``refused``: upstream is silently wrong, hf_genfix raises instead;
@@ -26,8 +27,8 @@ logits, the length of the returned cache) and, for scenarios that call the model
   they are bitwise upstream's with one patch off whose fix module says why it cannot be bitwise (``NOT_BITWISE``:
   a memory bound that shortens the attention's reduction, say); the reason is given per scenario;
 - ``worse``: anything else -- an exception or a wrong answer where upstream passed, different outputs where
-  upstream was right, a wrong answer or another exception type where upstream raised, another wrong answer where
-  upstream was wrong.
+  upstream was right, a wrong answer where upstream raised, another exception type raised outside transformers
+  (hf_genfix's own code) where upstream raised, another wrong answer where upstream was wrong.
 
 The sweep (``hf-genfix doctor --sweep``, ``--differential``) and ``tests/test_differential.py`` both judge with
 ``compare``.
@@ -221,9 +222,22 @@ def compare(upstream: Observation, ours: Observation) -> tuple[str, str]:
         # on eos_token_id=None upstream; with prompt-lookup's fix past it, "MiniMaxCache does not support crop"), or
         # one of hf_genfix's ``...Unsupported`` errors where upstream crashed on the same call (5.4's Mamba).
         return SAME_EXCEPTION, f"both raise: upstream {u.error}; with hf_genfix a refusal in words: {o.message}"
+    if o.outcome == RAISED and u.outcome == RAISED and _in_transformers(u.where) and _in_transformers(o.where):
+        # Loud both ways, each exception raised in transformers' own code: hf_genfix took the call past the point
+        # where upstream fails to another of upstream's failures, and added no answer (5.2.0's GLM-MoE-DSA prompt
+        # lookup: upstream's TypeError on eos_token_id=None, which decoding-prompt-lookup-no-eos corrects, then the
+        # model's own RuntimeError on several tokens after a cache, which it raises without hf_genfix too).
+        return SAME_EXCEPTION, (f"both raise inside transformers: upstream {u.error}, with hf_genfix {o.error} at "
+                                f"{o.where}")
     if o.outcome == WRONG:
         return WORSE, f"upstream raises {_error(u)}; hf_genfix returns a wrong answer instead: {o.message}"
     return WORSE, f"upstream {_describe(u)}; with hf_genfix {_describe(o)}"
+
+
+def _in_transformers(where: str) -> bool:
+    """Whether an exception's innermost frame (``file:line``) is transformers' code, not hf_genfix's or a test's."""
+    path = where.replace("\\", "/")
+    return "/transformers/" in path and "hf_genfix" not in path
 
 
 # Words of transformers' own refusals (``ValueError: ... is not supported``): the sweep's ``unsupported``.
