@@ -1,0 +1,9 @@
+"""The probe of ``model-qwen3-5-moe-chunk-state`` (the defect, and how it is detected: ``fix.py``)."""
+
+from __future__ import annotations
+
+
+def probe() -> dict:
+    from hf_genfix.oracles.sweep.continuations import probe_second_turn
+
+    return probe_second_turn("qwen3_5_moe_text")
