@@ -31,6 +31,8 @@ _PER_TYPE: dict[str, dict[str, Any]] = {
     "gpt_neo": dict(attention_types=[[["global", "local"], 1]], window_size=256, num_key_value_heads=None,
                     intermediate_size=64, num_layers=2),
     "gptj": dict(n_inner=64, rotary_dim=4, num_key_value_heads=None, intermediate_size=None),
+    # CodeGen: GPT-J's keys; its rotary_dim 64 is wider than a head of 8 (shape error in the first forward).
+    "codegen": dict(n_inner=64, rotary_dim=4, num_key_value_heads=None, intermediate_size=None),
     "gpt_neox": dict(num_key_value_heads=None, rotary_pct=0.5),
     "opt": dict(ffn_dim=64, word_embed_proj_dim=32, num_key_value_heads=None, intermediate_size=None),
     "bloom": dict(n_head=4, num_key_value_heads=None, intermediate_size=None),
@@ -40,9 +42,21 @@ _PER_TYPE: dict[str, dict[str, Any]] = {
     "gemma": dict(head_dim=8),
     "gemma2": dict(head_dim=8, query_pre_attn_scalar=8),
     "gemma3_text": dict(head_dim=8, query_pre_attn_scalar=8),
+    # Gemma-4's text model as the sliding-window oracles build it (oracles/sliding.py): its per-layer inputs
+    # (262144 x 256 per layer) alone are 134M parameters, its global heads 512 wide.
+    "gemma4_text": dict(head_dim=8, global_head_dim=8, hidden_size_per_layer_input=8, vocab_size_per_layer_input=128),
     "qwen3": dict(head_dim=8),
     "mistral": dict(head_dim=8),
     "cohere2": dict(head_dim=8),
+    # Cohere-Compass reads its RoPE per layer type (KeyError 'full_attention' on the flat default); its text model
+    # builds without mrope_section, [2, 1, 1] keeps its sections within a head of 8 (default [24, 20, 20] = 128).
+    "cohere_compass_text": dict(rope_parameters={"full_attention": dict(rope_type="default", rope_theta=10000.0,
+                                                                        mrope_section=[2, 1, 1])}),
+    # head_dim None (no fallback to hidden / heads in the attention: None ** -0.5) or 128 (Helium: 8x512 vs 32x32).
+    "ministral": dict(head_dim=8),
+    "hunyuan_v1_dense": dict(head_dim=8),
+    "hunyuan_v1_moe": dict(head_dim=8),
+    "helium": dict(head_dim=8),
     # Mamba-2's heads x head size must equal expand x hidden (its defaults, 128 x 64, do not fit 32 wide); Zamba's
     # default layer pattern needs 3 layers (issue 36: the continuation scenarios run on both).
     "mamba2": dict(num_heads=8, head_dim=8, n_groups=1, expand=2),
@@ -60,6 +74,32 @@ _PER_TYPE: dict[str, dict[str, Any]] = {
     # V3's group routing in 2 groups of the sweep's 8 experts, one group chosen (8 groups of 1 cannot give 2).
     "deepseek_v2": dict(num_key_value_heads=4, num_experts_per_tok=2),
     "deepseek_v3": dict(num_key_value_heads=4, n_group=2, topk_group=1),
+    # dots1: experts, experts per token and shared experts default to None (torch.empty(None, ...) at build).
+    "dots1": dict(n_routed_experts=8, num_experts_per_tok=2, n_shared_experts=1),
+    # The same latent attention (4 of 2 heads: "tensor a (4) must match b (8)"); V3.2 and AXK1 route as V3 (8 groups of
+    # 1 expert: "selected index k out of range"). LongCat-Flash sizes its RoPE by head_dim (64), not qk_rope_head_dim
+    # (the sweep's 8).
+    # V3.2's sparse indexer keeps its default top-k (2048: every token here). With 4 (session 27) the tiny indexer's
+    # scores are all exactly 0 (64 ReLU'd heads of 128), and top-k over ties picks by the length of the row: a
+    # no-cache forward is not causal (11.6 in the first layer's output) and a second turn is 0.29 off it, with or
+    # without hf_genfix. Its selection is not exercised by the sweep.
+    "deepseek_v32": dict(num_key_value_heads=4, n_group=2, topk_group=1),
+    "glm4_moe_lite": dict(num_key_value_heads=4),
+    "glm_moe_dsa": dict(num_key_value_heads=4),
+    "youtu": dict(num_key_value_heads=4),
+    "axk1": dict(num_key_value_heads=4, n_group=2, topk_group=1),
+    "axk2": dict(num_key_value_heads=4),
+    "longcat_flash": dict(num_key_value_heads=4, head_dim=8),
+    # DeepSeek-V4: heads of 512, 8 output groups of rank 1024 and a 64-head indexer leave 5.1M parameters after the
+    # sweep's MoE sizes; one key-value head (its default). The indexer keeps its top-k (512: every token here).
+    "deepseek_v4": dict(head_dim=8, num_key_value_heads=1, o_groups=2, o_lora_rank=16, index_n_heads=2,
+                        index_head_dim=8),
+    # MiniCPM3's latent attention as above; it divides the last hidden state by hidden / dim_model_base before the
+    # head (2560 / 256 = 10 in the real model: logits scaled down), which at width 32 and base 256 multiplies the
+    # logits by 8, and float32 rounding with them: 4.3e-4 on the loud model's second turn, a no-cache forward not
+    # causal by 1.2e-4 (session 27, 5.25.0). A base of 32 makes the factor 1; rounding is then 5e-5 (settled in
+    # float64: 4.8e-7).
+    "minicpm3": dict(num_key_value_heads=4, dim_model_base=32),
     # Mamba-2 hybrids whose config checks its heads at construction (mamba_n_heads must divide expand x hidden:
     # 128 heads do not divide 64), before the sweep's state-space sizes could apply: never built until session 16.
     # Jamba's layers run without the CUDA kernels only when told.
@@ -73,6 +113,28 @@ _PER_TYPE: dict[str, dict[str, Any]] = {
     # NemotronH: the same time-step floor for the same reason (model-nemotron-h-step-dt-limit, 5.15-5.24): at the
     # default 0.001 the skipped floor moves a cached generate() by 3e-6, under the tolerance, at 0.05 by 0.01-1.
     "nemotron_h": dict(time_step_min=0.05),
+    # xLSTM's layers size q/k/v by hidden x factor (16, 32) but its cache by that rounded up to 64 (64, 64): factors
+    # of 2 make hidden x factor 64 already, so the two agree (else the cache state's shape error in the first forward).
+    "xlstm": dict(qk_dim_factor=2.0, v_dim_factor=2.0),
+    # LFM2-MoE has no default layer_types (None[i]): a conv layer then an attention one; its 2 dense layers would
+    # leave no MoE layer in 2. LFM2's default for 2 layers is two attention layers, so its short convolution was
+    # never run by the sweep (session 27): the same pattern.
+    "lfm2_moe": dict(layer_types=["conv", "full_attention"], num_dense_layers=1),
+    "lfm2": dict(layer_types=["conv", "full_attention"]),
+    # Linear-attention hybrids: one full-attention layer in 4 (Bailing: in 6) leaves none in 2 ("get_mask_sizes can
+    # only be called on Attention layers"): a linear layer then an attention one. Qwen4-Exp's attention is QSA-indexed
+    # and needs the indexer's sizes (None // None); a budget of 8 in blocks of 4, so that it selects within the
+    # prompts; head_dim 8 (default 256) fits the index head. Bailing's attention is latent (4 of 4 heads, as DeepSeek).
+    "qwen3_next": dict(layer_types=["linear_attention", "full_attention"]),
+    "qwen3_5_text": dict(layer_types=["linear_attention", "full_attention"]),
+    "qwen3_5_moe_text": dict(layer_types=["linear_attention", "full_attention"]),
+    "qwen4_exp_text": dict(layer_types=["linear_attention", "indexed_attention"], head_dim=8, indexer_n_heads=2,
+                           indexer_kv_heads=1, indexer_head_dim=8, indexer_budget=8, indexer_compress_ratio=4),
+    "bailing_hybrid": dict(layer_types=["linear_attention", "full_attention"], num_key_value_heads=4),
+    # Kimi-Linear: the same pattern (its own: full attention at every 4th layer from the 5th); its KDA heads (32 of
+    # 128) left 3.3M parameters; latent attention with as many key-value heads as heads, as DeepSeek's.
+    "kimi_linear": dict(layer_types=["linear_attention", "full_attention"], linear_head_dim=8, linear_num_heads=4,
+                        num_key_value_heads=4),
 }
 
 
