@@ -60,9 +60,13 @@ def install_continuation(patcher: Any, mixer: str | None, backbone: str | None =
     if mixer is not None:
         patcher.wrap(mixer, split_after_state)
     if backbone is not None and prepare is not None:
-        recurrent = (own_cache,) if own_cache is not None else ()
         patcher.wrap(backbone, count_fed)
-        patcher.wrap(prepare, functools.partial(slice_continuation, recurrent=recurrent))
+        if own_cache is None:
+            patcher.wrap(prepare, slice_continuation)
+        else:  # a function, not a functools.partial: the patcher hides each wrapper's code from warnings' stacklevel
+            recurrent = (own_cache,)
+            patcher.wrap(prepare, lambda wrapped, instance, args, kwargs:
+                         slice_continuation(wrapped, instance, args, kwargs, recurrent))
 
 
 def has_state(cache: Any, layer: Any = None) -> bool:
