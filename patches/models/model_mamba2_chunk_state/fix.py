@@ -4,11 +4,12 @@ chunk fed through forward) are silently wrong (see the manifest for the range).
 
 The defect. ``Mamba2Mixer.torch_forward`` (and ``cuda_kernels_forward``) on 5.5-5.12 branch on
 ``cache_params.has_previous_state(layer_idx)`` alone (5.4 on its own ``Mamba2Cache``'s ``has_previous_state`` flag;
-5.0-5.3 on ``cache_position[0] > 0``, which generate() keeps right): with a state, the input is taken as one decoding step (the
-convolution window rolled by the whole chunk, one SSM update with the chunk's time steps), whatever its length. A
-chunk of several tokens after a state comes out wrong from its first token (3.59 on the continuation probe's loud
-tiny Mamba-2, with model-mamba2-continuation's slicing; that patch alone cannot correct the second turn here). 5.13.0
-keyed the one-token path on ``seq_len == 1`` and scans a chunk from the cached states (``initial_states``).
+5.0-5.3 on ``cache_position[0] > 0``, which generate() keeps right): with a state, the input is taken as one decoding
+step (the convolution window rolled by the whole chunk, one SSM update with the chunk's time steps), whatever its
+length. A chunk of several tokens after a state comes out wrong from its first token (3.59 on the continuation
+probe's loud tiny Mamba-2, with model-mamba2-continuation's slicing; that patch alone cannot correct the second turn
+here). 5.13.0 keyed the one-token path on ``seq_len == 1`` and scans a chunk from the cached states
+(``initial_states``).
 
 Detection. ``probe()``: a first turn generated, then a second turn of three more tokens continuing from the
 returned cache, every step against a no-cache forward of the conversation (the loud tiny Mamba-2 of the

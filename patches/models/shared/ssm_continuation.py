@@ -190,7 +190,8 @@ def slice_continuation(wrapped: Any, instance: Any, args: tuple, kwargs: dict, r
     cache = cache_argument(bound.arguments, CACHE_KEYWORDS)
     first = bound.arguments.get("is_first_iteration", extra.get("is_first_iteration"))
     if (ids is None or cache is None or not first or extra.get("next_sequence_length") is not None
-            or bound.arguments.get("inputs_embeds") is not None or not _all_linear(cache, recurrent) or not has_state(cache)):
+            or bound.arguments.get("inputs_embeds") is not None or not _all_linear(cache, recurrent)
+            or not has_state(cache)):
         return wrapped(*args, **kwargs)
     seen = getattr(cache, COUNT, None)
     mask = bound.arguments.get("attention_mask")
