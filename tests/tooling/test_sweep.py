@@ -659,3 +659,16 @@ def test_prompt_lookup_without_eos_equals_greedy():
         assert upstream.outcome == RAISED and upstream.error == "TypeError", upstream.message
     else:
         assert upstream.outcome == PASS
+
+
+def test_a_refusal_is_named_by_the_patch_whose_fix_defines_it():
+    """Two patches can claim one scenario (prompt lookup: decoding-prompt-lookup-length and LFM2's refusal of
+    assisted decoding): a refusal in words is explained by the one whose fix defines the exception it raised."""
+    from hf_genfix import catalog
+    from hf_genfix.oracles.sweep.core import _defines
+
+    lfm2 = catalog.manifest("model-lfm2-conv-continuation")
+    lookup = catalog.manifest("decoding-prompt-lookup-length")
+    assert _defines(lfm2, "Lfm2AssistedUnsupported")
+    assert not _defines(lookup, "Lfm2AssistedUnsupported")
+    assert not _defines(lfm2, "ValueError_that_no_fix_defines")

@@ -719,6 +719,17 @@ def _as_dict(obs: differential.Observation) -> dict[str, Any]:
     return out
 
 
+def _defines(manifest: Any, error: str) -> bool:
+    """Whether the fix of ``manifest`` defines (or re-exports) the exception class named ``error``."""
+    from ... import catalog
+
+    try:
+        found = getattr(catalog.fix(manifest.id), error, None)
+    except Exception:  # noqa: BLE001 - a fix that does not import here defines nothing we could name
+        return False
+    return isinstance(found, type) and issubclass(found, BaseException)
+
+
 def _claims(registry: Any, name: str, model_type: str, version: str | None) -> list[Any]:
     """The manifests whose ``sweep`` key claims this scenario on this model type, on a release in their range."""
     from ..._registry import in_range
@@ -759,7 +770,12 @@ def explain(registry: Any, func: Scenario, subject: Subject, out: dict[str, Any]
     # With hf_genfix the output is still upstream's (bitwise, or the same exception): a claimed patch that is
     # installed does not reach this architecture, and the defect is still the catalog's.
     untouched = pair is None or pair["verdict"] in (differential.UNCHANGED, differential.SAME_EXCEPTION)
-    for manifest in _claims(registry, name, subject.model_type, transformers_version()):
+    claims = _claims(registry, name, subject.model_type, transformers_version())
+    if out.get("error"):
+        # A refusal in words is raised by the patch whose fix defines that exception: named first, before any other
+        # patch that claims the scenario (two patches wrap assisted decoding: the refusal is the one that raised).
+        claims.sort(key=lambda manifest: not _defines(manifest, out["error"]))
+    for manifest in claims:
         state = statuses[manifest.id].state
         if state not in INSTALLED:
             return {"verdict": KNOWN, "explained_by": manifest.id,
@@ -769,6 +785,9 @@ def explain(registry: Any, func: Scenario, subject: Subject, out: dict[str, Any]
             # switch_transformers: no static cache), where a patch claims the scenario for the models that take it:
             # a refusal, not that patch's defect.
             return {"verdict": UNSUPPORTED, "explained_by": None, "cause": out.get("message", "")}
+        if untouched and out.get("error") and _defines(manifest, out["error"]):
+            return {"verdict": KNOWN, "explained_by": manifest.id,
+                    "cause": f"known: {manifest.id} (installed: it refuses the call, which upstream fails too)"}
         if untouched:
             return {"verdict": KNOWN, "explained_by": manifest.id,
                     "cause": f"known: {manifest.id} (installed, but it leaves this architecture as upstream has it)"}
