@@ -165,7 +165,7 @@ _OPTIONAL = ("fixed_upstream", "sweep", "after")
 _ID = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-_CLAIM = re.compile(r"^[a-z0-9][\w-]*(/[\w*?\[\]-]+)?$")  # "scenario" or "scenario/model-type-glob"
+_CLAIM = re.compile(r"^[a-z0-9][\w-]*(/[\w*?\[\]@-]+)?$")  # "scenario" or "scenario/model-type-glob" (or layout)
 
 
 def check(data: Mapping[str, object], where: str = "<manifest>") -> None:

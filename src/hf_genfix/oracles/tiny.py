@@ -45,6 +45,12 @@ _PER_TYPE: dict[str, dict[str, Any]] = {
     # Gemma-4's text model as the sliding-window oracles build it (oracles/sliding.py): its per-layer inputs
     # (262144 x 256 per layer) alone are 134M parameters, its global heads 512 wide.
     "gemma4_text": dict(head_dim=8, global_head_dim=8, hidden_size_per_layer_input=8, vocab_size_per_layer_input=128),
+    # Gemma-3n's text model: one KV-sharing layer (its default, 15 of 35, leaves no layer to share with in 2), its
+    # per-layer inputs small, one sparsity value per layer. Its uncached path was wrong before 5.6 (the sharing layer
+    # computed its own keys; model-gemma3n-uncached-kv-sharing), so until that patch the sweep did not build it.
+    "gemma3n_text": dict(num_hidden_layers=3, layer_types=["full_attention", "sliding_attention", "sliding_attention"],
+                         num_kv_shared_layers=1, head_dim=8, hidden_size_per_layer_input=8,
+                         vocab_size_per_layer_input=128, activation_sparsity_pattern=[0.0] * 3, laurel_rank=4),
     "qwen3": dict(head_dim=8),
     "mistral": dict(head_dim=8),
     "cohere2": dict(head_dim=8),
@@ -138,12 +144,32 @@ _PER_TYPE: dict[str, dict[str, Any]] = {
 }
 
 
+# Layouts: a second tiny model of a type, where one config knob gates a code path the first layout cannot run (the
+# sweep builds both, as "<type>@<layout>"). Gemma-4's default tiny model is the large checkpoints' layout, with no
+# KV-sharing layer (the one sliding-window-kv-shared-zero needs); its small checkpoints share the last layers' keys
+# and values, whose uncached path 5.5.0-5.5.1 got wrong (model-gemma4-uncached-kv-sharing), unseen by the sweep until
+# it built this layout too.
+LAYOUTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "gemma4_text@shared-kv": ("gemma4_text", dict(
+        num_hidden_layers=4, num_kv_shared_layers=2,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"])),
+}
+
+
+def layouts_of(types: list[str]) -> list[str]:
+    """``types`` with each one's extra layouts after it (those whose base type is among them)."""
+    return [name for t in types for name in [t, *(n for n, (base, _) in LAYOUTS.items() if base == t)]]
+
+
 def tiny_config(model_type: str, **overrides: Any) -> Any:
-    """A config for ``model_type`` small enough to run in milliseconds; ``overrides`` win."""
+    """A config for ``model_type`` (or a layout of one, ``LAYOUTS``) small enough to run in milliseconds;
+    ``overrides`` win."""
     from transformers import AutoConfig
 
+    model_type, layout = LAYOUTS.get(model_type, (model_type, {}))
     values = dict(TINY_DEFAULTS)
     values.update(_PER_TYPE.get(model_type, {}))
+    values.update(layout)
     values.update(overrides)
     values = {k: v for k, v in values.items() if v is not None}
     try:

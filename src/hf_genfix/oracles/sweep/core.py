@@ -169,10 +169,12 @@ def decoder_only_types() -> list[str]:
     """Model types with a causal-LM head that are neither masked LMs nor encoder-decoders."""
     from transformers.models.auto import modeling_auto as auto
 
+    from ..tiny import layouts_of
+
     causal = set(auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
     others = set(getattr(auto, "MODEL_FOR_MASKED_LM_MAPPING_NAMES", {}))
     others |= set(getattr(auto, "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES", {}))
-    return sorted(causal - others)
+    return layouts_of(sorted(causal - others))
 
 
 class Subject:
