@@ -43,7 +43,7 @@ from __future__ import annotations
 from typing import Any
 
 from hf_genfix._patches.models.shared.ssm_continuation import PADS_AFTER_STATE, has_state
-from hf_genfix.toolkit import cache_argument, env_name, signature
+from hf_genfix.toolkit import cache_argument, env_name, recorder, signature
 
 MIXERS = {
     "lfm2": "transformers.models.lfm2.modeling_lfm2:Lfm2ShortConv.forward",
@@ -79,19 +79,23 @@ def install(patcher: Any, model_type: str) -> None:
     if not set(CACHE_KEYWORDS) & set(signature(mixer).parameters):
         raise Drift(f"{MIXERS[model_type]} takes no past_key_values")
     patcher.require(BACKBONES[model_type], "input_ids", "attention_mask")
-    patcher.wrap(MIXERS[model_type], split_after_window)
+    record = recorder(patcher.patch_id)  # functions, not functools.partial: the patcher hides each wrapper's code
+    patcher.wrap(MIXERS[model_type], lambda wrapped, instance, args, kwargs:
+                 split_after_window(wrapped, instance, args, kwargs, record))
     patcher.wrap(BACKBONES[model_type], keep_chunk_mask)
     model = patcher.require(MODELS[model_type])
     if not getattr(model, "_is_stateful", False):  # from 5.13 upstream refuses assisted decoding itself
         patcher.require(ASSISTED)
-        switch = env_name(patcher.patch_id)
         patcher.wrap(ASSISTED, lambda wrapped, instance, args, kwargs:
-                     refuse_assisted(wrapped, instance, args, kwargs, model, switch))
+                     refuse_assisted(wrapped, instance, args, kwargs, model, record))
 
 
-def split_after_window(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+def split_after_window(wrapped: Any, instance: Any, args: tuple, kwargs: dict, record: Any = None) -> Any:
     """The short convolution: several tokens after a cache go through upstream's one-token path, one at a time."""
     import torch
+
+    if record is not None and record.on:
+        record.seen()
 
     hidden = args[0] if args else kwargs.get("hidden_states")
     if not isinstance(hidden, torch.Tensor) or hidden.dim() != 3 or hidden.shape[1] < 2:
@@ -136,6 +140,8 @@ def split_after_window(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -
     # 5.x: the prompt's path zeroes a padded batch's pads before the convolution (apply_mask_to_padding_states, for
     # more than one row); each token of the split gets the same, as the whole chunk would in a no-cache forward.
     zero = pads and hidden.shape[0] > 1
+    if record is not None and record.on:
+        record.changed("%d tokens after a cache split through the one-token path (layer %d)", n, layer)
     outputs = []
     for i in range(n):
         token = hidden[:, i:i + 1]
@@ -189,18 +195,21 @@ def _records_past(cache: Any, layer: int) -> bool:
     return bool(getattr(layers[layer], "record_past", False))
 
 
-def refuse_assisted(wrapped: Any, instance: Any, args: tuple, kwargs: dict, model: type, switch: str) -> Any:
+def refuse_assisted(wrapped: Any, instance: Any, args: tuple, kwargs: dict, model: type, record: Any) -> Any:
     """generate()'s assisted decoding (an assistant model, prompt lookup): refused for this model, before it runs."""
     if not isinstance(instance, model) or not _has_conv(instance):
         return wrapped(*args, **kwargs)
     import transformers
+
+    if record.on:
+        record.changed("refused: assisted decoding of %s", type(instance).__name__)
 
     raise Lfm2AssistedUnsupported(
         f"hf_genfix: {type(instance).__name__}: assisted decoding (assistant_model, prompt_lookup_num_tokens) is "
         f"silently wrong on transformers {transformers.__version__}: rejected draft tokens stay in the short "
         f"convolution's cached window, which the cache cannot roll back. Generate without an assistant, upgrade to "
         f"transformers 5.15 or later (which rolls the window back), or set "
-        f"{switch}=off for upstream's output.")
+        f"{env_name(record.patch_id)}=off for upstream's output.")
 
 
 def _has_conv(model: Any) -> bool:
