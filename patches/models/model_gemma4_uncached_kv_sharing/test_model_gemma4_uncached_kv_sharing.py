@@ -4,4 +4,4 @@ from hf_genfix.testing.patches import PatchTests
 
 
 class TestPatch(PatchTests):
-    """``model-gemma4-uncached-kv-sharing``: its probe proves it on this release; its plain program gets it installed."""
+    """``model-gemma4-uncached-kv-sharing``: its probe proves it on this release; its plain program installs it."""

@@ -3,7 +3,8 @@ one-token path one at a time; assisted decoding is refused where the window cann
 
 Where the patch is applied: a chunk after a cache matches a no-cache forward (and is wrong with the patch off); a
 prompt, plain decoding and a left-padded batch's first turn are bitwise upstream's; a chunk whose mask has a hole is
-upstream's where the layer never masks (4.x) and a no-cache forward's on 5.x. Elsewhere the tests skip (``PatchTests``: the probe and the plain program).
+upstream's where the layer never masks (4.x) and a no-cache forward's on 5.x. Elsewhere the tests skip
+(``PatchTests``: the probe and the plain program).
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
-"""model-lfm2-moe-conv-continuation: LFM2-MoE's short-convolution layers lose the cached convolution window for several tokens after a
-cache (a second turn from generate()'s returned cache, a reused prefix cache, a chunk, chunked prefill, assisted
-decoding's drafts): silently wrong.
+"""model-lfm2-moe-conv-continuation: LFM2-MoE's short-convolution layers lose the cached convolution window for
+several tokens after a cache (a second turn from generate()'s returned cache, a reused prefix cache, a chunk, chunked
+prefill, assisted decoding's drafts): silently wrong.
 
-The correction is shared with model-lfm2-conv-continuation: ``patches/models/shared/short_conv_continuation.py``, whose
-docstring gives the defect, how it is detected and the correction.
+The correction is shared with model-lfm2-conv-continuation:
+``patches/models/shared/short_conv_continuation.py``, whose docstring gives the defect, how it is detected and the
+correction.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The plain program that meets ``model-lfm2-moe-conv-continuation``: a second turn continuing generate()'s returned cache on a
-tiny LFM2-MoE.
+"""The plain program that meets ``model-lfm2-moe-conv-continuation``: a second turn continuing generate()'s returned
+cache on a tiny LFM2-MoE.
 
 Its top level is what such a program imports: ``hf-genfix doctor`` runs it in a fresh interpreter, where those
 imports decide whether the patch is installed. ``run(repo, applied)`` is what the program does: the patch's test

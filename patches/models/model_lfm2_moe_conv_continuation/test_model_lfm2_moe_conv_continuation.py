@@ -4,4 +4,4 @@ from hf_genfix.testing.patches import PatchTests
 
 
 class TestPatch(PatchTests):
-    """``model-lfm2-moe-conv-continuation``: its probe proves it on this release; its plain program gets it installed."""
+    """``model-lfm2-moe-conv-continuation``: its probe proves it on this release; its plain program installs it."""
