@@ -214,6 +214,6 @@ def refuse_assisted(wrapped: Any, instance: Any, args: tuple, kwargs: dict, mode
 
 def _has_conv(model: Any) -> bool:
     """Whether the model has a short-convolution layer (its config's ``layer_types``, on every release it ships)."""
-    config = getattr(model, "config", None)
-    text = config.get_text_config() if hasattr(config, "get_text_config") else config
-    return "conv" in (getattr(text, "layer_types", None) or ())
+    from hf_genfix.helpers.sliding_window import text_config
+
+    return "conv" in (getattr(text_config(getattr(model, "config", None)), "layer_types", None) or ())
