@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-VIDEO = 123  # the sweep's tiny Qwen-VL configs' video_token_id
-
 
 def probe_qwen2_5_vl() -> dict:
     """One image (one frame: the interval is tokens_per_second). Not a video: where a video's temporal positions
@@ -20,6 +18,8 @@ def probe_qwen2_5_vl() -> dict:
 
 def probe_qwen2_vl() -> dict:
     """A video of two temporal patches (interval 1: the frames and the heights; Qwen2-VL's images are right)."""
+    from hf_genfix.oracles.sweep.video import VIDEO  # the sweep's tiny Qwen-VL configs' video_token_id
+
     return _probe("qwen2_vl", VIDEO, (2, 4, 4))
 
 
@@ -39,6 +39,7 @@ def _check(s: Any, token: int, grid: tuple) -> dict:
 
     from hf_genfix.oracles import ProbeSkipped, reference
     from hf_genfix.oracles.sweep.families import BOI, EOI
+    from hf_genfix.oracles.sweep.video import VIDEO, mrope_positions
 
     config = s.model.config
     merge = config.vision_config.spatial_merge_size
@@ -57,7 +58,7 @@ def _check(s: Any, token: int, grid: tuple) -> dict:
     if kind == "image" and getattr(config.vision_config, "tokens_per_second", None) is not None \
             and config.model_type == "qwen2_5_vl":
         interval = config.vision_config.tokens_per_second  # 1 second per image
-    positions = _definition(ids, token, (t, h, w), interval)
+    positions = mrope_positions(ids, token, (t, h, w), interval)
     with torch.no_grad():
         try:
             own = s.model(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), **kwargs).logits[0]
@@ -73,31 +74,6 @@ def _check(s: Any, token: int, grid: tuple) -> dict:
                                   f"one {kind} ({t} frame(s) of {h}x{w} tokens) vs the same forward given the M-RoPE "
                                   "positions of the definition")
     return {"max_logit_diff": diff}
-
-
-def _definition(ids: list, token: int, thw: tuple, interval: int) -> Any:
-    """M-RoPE positions as Qwen2-VL defines them, shape (3, 1, len(ids)): text tokens one apart on all three rows;
-    the block's token (f, i, j) at (start + f * interval, start + i, start + j); the text after the block from
-    start + max(h, w) on."""
-    import torch
-
-    t, h, w = thw
-    rows: list[list[int]] = [[], [], []]
-    pos, k = 0, 0
-    while k < len(ids):
-        if ids[k] != token:
-            for r in rows:
-                r.append(pos)
-            pos, k = pos + 1, k + 1
-            continue
-        for f in range(t):
-            for i in range(h):
-                for j in range(w):
-                    rows[0].append(pos + f * interval)
-                    rows[1].append(pos + i)
-                    rows[2].append(pos + j)
-        pos, k = pos + max(h, w), k + t * h * w
-    return torch.tensor(rows).unsqueeze(1)
 
 
 # -- the checks both patches' tests make (each test names its patch and the method it wraps) ------------------------

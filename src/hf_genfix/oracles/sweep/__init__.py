@@ -5,7 +5,8 @@ The package's parts import one way, down to ``core``, and this module puts them 
 - ``core``: the scenario registry (``SCENARIOS``, ``scenario``, ``Subject``, the kinds), the decoder-only
   scenarios, the judging (verdicts, the differential's attribution, open findings, recall) and the report;
 - the kinds and scenario sets that register themselves on import: ``families`` (encoder-decoder, image-text),
-  ``imagetext`` (image-text models built in their own module), ``processors`` (a batch against each row alone),
+  ``imagetext`` (image-text models built in their own module), ``video`` (videos on M-RoPE models, against the
+  positions of the definition), ``processors`` (a batch against each row alone),
   ``equivalences`` (inputs_embeds, every cache implementation), ``inputs`` (a forward is a function of its
   inputs), ``continuations`` (continuations of a cache), ``remote`` (the tiny remote-code repos) and
   ``tokenizers`` (the local tokenizer repos).
@@ -21,6 +22,7 @@ from .core import *  # the sweep's public names
 
 from . import families  # noqa: F401 - encoder-decoder and image-text kinds
 from . import imagetext  # noqa: F401 - extends families' IMAGE_TEXT, so after it
+from . import video  # noqa: F401 - videos on M-RoPE models against the definition's positions (issue 36)
 from . import processors  # noqa: F401 - a batch against each row alone
 from . import equivalences  # noqa: F401 - inputs_embeds, every cache implementation (issue 26)
 from . import inputs  # noqa: F401 - a forward is a function of its inputs (issue 36)
