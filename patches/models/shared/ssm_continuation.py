@@ -9,9 +9,11 @@ Two things go wrong upstream, and the three wrappers here put them right:
   but starts the selective scan from a zero state. So several tokens after a cache that holds a state (a second turn,
   a prefix cache reused, a chunk) lose everything the SSM state remembered. The wrapper feeds such a chunk to
   upstream's own forward one token at a time (the decoding path, exactly) and concatenates the outputs. A prompt (no
-  state yet), one token, a cache recording its past for assisted decoding, and a chunk whose mask has zeros (where
-  pads belong in a recurrence is the caller's guess, not ours) are upstream's, and so is every later chunk of a
-  cache that had such a chunk (split alone, they would give another wrong answer, not a right one).
+  state yet), one token and a cache recording its past for assisted decoding are upstream's. A chunk with pads is
+  split only where they are a left-padded batch's, in rows whose states are still all zeros (a chunked prefill: the
+  row held only pads so far; each pad puts the row's state back to zeros, as upstream's prompt path masks it).
+  Pads anywhere else (where a pad belongs in a recurrence is the caller's guess, not ours) are upstream's, and so
+  is every later chunk of that cache (split alone, they would give another wrong answer, not a right one).
 - generate() (``slice_continuation`` + ``count_fed``). generate() slices the ids it is given by the cache's length
   (its contract: the whole conversation, or only the new tokens with a mask of the whole): a cache of recurrent
   states has no length (``get_seq_length`` raises), so upstream feeds the whole conversation on top of the state
@@ -115,18 +117,19 @@ def split_after_state(wrapped: Any, instance: Any, args: tuple, kwargs: dict) ->
     # wrong by 5.13; a 5.17+ mixer given a wider mask is upstream's, bitwise). A left-padded batch's pads lie in the
     # columns before the cached ones there, and its second turn is split like a single row's (7.78 -> 7.6e-05 on
     # 5.11-5.14; until session 21 such a batch was left to upstream). Either way the fed tokens' columns must all be
-    # ones: a pad among them has no place in a recurrence that we could know, and a chunked prefill whose later
-    # chunks hold pads stays upstream's (PADS_AFTER_STATE).
+    # ones, or be the left pads of rows with nothing in their state yet (``_leading_pads_of_empty_rows``): any other
+    # pad has no place in a recurrence that we could know, and stays upstream's (PADS_AFTER_STATE).
     legacy = isinstance(getattr(cache, "has_previous_state", None), bool) or _before_5_17()
     if mask is not None and (mask.dim() != 2 or mask.shape[-1] < n or (mask.shape[-1] != n and not legacy)):
         return wrapped(*args, **kwargs)
     if getattr(cache, PADS_AFTER_STATE, False):
         return wrapped(*args, **kwargs)  # an earlier chunk after a state held pads: upstream's from there on
-    if mask is not None and not bool((mask[:, -n:] == 1).all()):
-        # Pads among the fed tokens after a state: upstream's. The cache is marked so that its later chunks are
-        # upstream's too: splitting those alone would continue from upstream's state for this chunk and give
-        # another wrong answer than upstream's (a left-padded batch prefilled in chunks: Jamba on 5.24.0, 0.0024
-        # against upstream's 0.0031), never a right one.
+    fed = None if mask is None else mask[:, -n:]
+    if fed is not None and not bool((fed == 1).all()) and not _leading_pads_of_empty_rows(cache, layer, fed):
+        # Pads among the fed tokens after a state, where a pad's place in the recurrence would be a guess: upstream's.
+        # The cache is marked so that its later chunks are upstream's too: splitting those alone would continue from
+        # upstream's state for this chunk and give another wrong answer than upstream's (a left-padded batch
+        # prefilled in chunks: Jamba on 5.24.0, 0.0024 against upstream's 0.0031), never a right one.
         try:
             setattr(cache, PADS_AFTER_STATE, True)
         except AttributeError:
@@ -140,7 +143,54 @@ def split_after_state(wrapped: Any, instance: Any, args: tuple, kwargs: dict) ->
             width = mask.shape[-1]
             bound.arguments["attention_mask"] = mask[:, i:i + 1] if width == n else mask[:, :width - n + i + 1]
         outputs.append(wrapped(*bound.args, **bound.kwargs))
+        if fed is not None and not bool(fed[:, i].all()):
+            # A left pad of a row that holds no state yet: the one-token path does not mask it, so that row's
+            # state goes back to the zeros it had, as if the pad were not there (its output is a pad's: unread).
+            pads = fed[:, i] == 0
+            for state in _state_tensors(cache, layer, hidden.shape[0]) or ():
+                state[pads.to(state.device)] = 0
     return torch.cat(outputs, dim=1)
+
+
+def _leading_pads_of_empty_rows(cache: Any, layer: int, fed: Any) -> bool:
+    """Whether the fed chunk's pads are a left-padded batch's, each where nothing has entered the row's state yet:
+    in every row with a pad, the fed mask is pads then ones, and the layer's states of that row are all zeros
+    (upstream's prompt path masks a padded row's pads to zero, so an empty row is one that held only pads so far:
+    a fresh start, the unpadded row's). Read where the cache's layout is one we know (``_state_tensors``); anything
+    else is a guess, left to upstream (a chunked prefill of a left-padded batch: Zamba on 5.5-5.14 was 3.6e-4 off on
+    the sweep's tame model)."""
+    padded = (fed == 0).any(dim=-1)
+    if bool((fed[:, 1:] < fed[:, :-1]).any()) or not bool(((fed == 0) | (fed == 1)).all()):
+        return False  # a pad after a token of the same row, or a mask of weights: not a left pad
+    states = _state_tensors(cache, layer, fed.shape[0])
+    if not states:
+        return False
+    return all(not bool(state[padded.to(state.device)].any()) for state in states)
+
+
+def _state_tensors(cache: Any, layer: int, batch: int) -> list | None:
+    """This layer's state tensors, batch first, in the layouts we know: a layer object of ``cache.layers`` with
+    ``conv_states`` and ``recurrent_states`` (5.5 on: one tensor each, or one per state from 5.24), or a hybrid
+    cache's per-layer lists ``conv_states`` / ``ssm_states`` (before). None where neither is there or a tensor is
+    not of this batch."""
+    import torch
+
+    layers = getattr(cache, "layers", None)
+    if isinstance(layers, (list, tuple)) and 0 <= layer < len(layers):
+        values = [getattr(layers[layer], name, None) for name in ("conv_states", "recurrent_states")]
+    else:
+        values = []
+        for name in ("conv_states", "ssm_states"):
+            held = getattr(cache, name, None)
+            values.append(held[layer] if isinstance(held, (list, tuple)) and 0 <= layer < len(held) else None)
+    found = []
+    for value in values:
+        parts = list(value.values()) if isinstance(value, dict) else list(value) \
+            if isinstance(value, (list, tuple)) else [value]
+        found += [t for t in parts if isinstance(t, torch.Tensor)]
+    if len(found) < 2 or any(t.dim() < 2 or t.shape[0] != batch for t in found):
+        return None  # a conv window and a recurrent state, at least, each batch first
+    return found
 
 
 @functools.lru_cache(maxsize=None)
