@@ -233,3 +233,41 @@ def test_a_patch_whose_defect_the_oracle_shares_owns_its_difference(changed, ver
     upstream, ours = _obs("pass", 1.0), _obs("pass", 1.5)
     ours.changed = changed
     assert compare(upstream, ours)[0] == verdict
+
+
+@pytest.mark.parametrize("upstream_later, verdict", [("wrong", "unchanged"), ("right", "worse")])
+def test_a_corrected_first_turn_before_a_later_wrong_one(upstream_later, verdict):
+    """A scenario of two stages: upstream's first turn is wrong (the scenario stops there); hf_genfix's is right and
+    its second turn wrong. Their outputs differ by construction: not worse where upstream, run on past its wrong
+    first turn, is wrong at the second turn too; worse where that second turn is right without hf_genfix."""
+    import torch
+
+    import hf_genfix
+    from hf_genfix.oracles import DefectObserved, differential
+    from hf_genfix.oracles.outcome import earlier_stage
+
+    class Model:
+        def __init__(self):
+            self.calls = 0
+
+        def generate(self):
+            self.calls += 1
+            return torch.tensor([[self.calls]])
+
+    model, runs = Model(), []
+
+    def scenario(subject):
+        runs.append(1)
+        run = len(runs)
+        model.generate()
+        with earlier_stage():
+            if run != 2:  # runs 1 and 3 are upstream's (the third past its earlier stages); run 2 is hf_genfix's
+                raise DefectObserved("first turn: row 0, step 0", max_logit_diff=1.0)
+        model.generate()
+        if run == 3 and upstream_later == "right":
+            return {"max_logit_diff": 0.0}
+        raise DefectObserved("second turn: row 0, step 0", max_logit_diff=2.0)
+
+    pair = differential.differential(hf_genfix._activation.registry(), scenario, None, (model,))
+    assert pair["upstream"].figures.get("stage") == "earlier" and "stage" not in pair["ours"].figures
+    assert pair["verdict"] == verdict, pair["detail"]

@@ -17,7 +17,10 @@ logits, the length of the returned cache) and, for scenarios that call the model
   words (transformers' own, ``refuses``, or one of hf_genfix's ``...Unsupported`` errors), or both exceptions are
   raised in transformers' own code (hf_genfix took the call past upstream's failure to another of upstream's);
 - ``unchanged``: upstream is wrong and hf_genfix returns the same (bitwise) wrong output: a defect it does not
-  correct, not one it adds;
+  correct, not one it adds; also, in a scenario of several stages (a first turn, then a second from its cache),
+  where upstream is wrong at an earlier stage that hf_genfix gets right, and a later stage is wrong both ways
+  (upstream run again past its wrong stage, ``past_earlier_stages``): hf_genfix corrects part of it and adds
+  nothing;
 - ``refused``: upstream is silently wrong, hf_genfix raises instead;
 - ``skipped``: the scenario cannot run on this release (``ProbeSkipped`` on both sides);
 - ``unsupported`` (the sweep's, not ``compare``'s): the model cannot do what the scenario asks (padding it cannot
@@ -44,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from ..verdicts import Word
-from .outcome import DefectObserved, ProbeSkipped
+from .outcome import EARLIER, DefectObserved, ProbeSkipped, past_earlier_stages
 
 PASS, WRONG, RAISED, SKIPPED = Word.PASS, Word.WRONG, Word.RAISED, Word.SKIPPED
 
@@ -151,6 +154,17 @@ def differential(registry: Any, scenario: Callable[[Any], Any], subject: Any, mo
     if ours is None:
         ours = observe(scenario, subject, models, record_forward)
     verdict, detail = compare(upstream, ours)
+    if verdict == WORSE and upstream.outcome == WRONG and ours.outcome == WRONG \
+            and upstream.figures.get("stage") == EARLIER and ours.figures.get("stage") != EARLIER:
+        # Upstream stops at its wrong earlier stage; hf_genfix gets that stage right and is wrong at a later one,
+        # so their outputs differ by construction. Upstream run on past its wrong stage says whether the later
+        # stage is wrong without hf_genfix too (a defect hf_genfix leaves, not one it adds).
+        with registry.disabled(), past_earlier_stages():
+            later = observe(scenario, subject, models, record_forward)
+        if later.outcome == WRONG:
+            verdict, detail = UNCHANGED, (f"hf_genfix corrects upstream's wrong earlier stage ({upstream.message}); "
+                                          f"a later stage is wrong both ways: {ours.message}; upstream, run past "
+                                          f"its wrong stage: {later.message}")
     return {"verdict": verdict, "detail": detail, "upstream": upstream, "ours": ours}
 
 

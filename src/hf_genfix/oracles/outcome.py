@@ -26,6 +26,7 @@ class ProbeSkipped(Exception):
 # with a right first turn, raises upstream's own ValueError. ``past_earlier_stages`` lets the sweep run upstream
 # on past such a stage to see it.
 _PAST_EARLIER = contextvars.ContextVar("hf_genfix_past_earlier_stages", default=False)
+EARLIER = "earlier"  # DefectObserved.figures["stage"] of a defect seen at an earlier stage
 
 
 @contextlib.contextmanager
@@ -34,8 +35,9 @@ def earlier_stage() -> Iterator[None]:
     inside ``past_earlier_stages()``."""
     try:
         yield
-    except DefectObserved:
+    except DefectObserved as exc:
         if not _PAST_EARLIER.get():
+            exc.figures.setdefault("stage", EARLIER)  # the differential tells a wrong first turn from a later one
             raise
 
 
