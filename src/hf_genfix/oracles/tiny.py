@@ -85,10 +85,14 @@ _PER_TYPE: dict[str, dict[str, Any]] = {
     # The same latent attention (4 of 2 heads: "tensor a (4) must match b (8)"); V3.2 and AXK1 route as V3 (8 groups of
     # 1 expert: "selected index k out of range"). LongCat-Flash sizes its RoPE by head_dim (64), not qk_rope_head_dim
     # (the sweep's 8).
-    # V3.2's sparse indexer keeps its default top-k (2048: every token here). With 4 (session 27) the tiny indexer's
-    # scores are all exactly 0 (64 ReLU'd heads of 128), and top-k over ties picks by the length of the row: a
-    # no-cache forward is not causal (11.6 in the first layer's output) and a second turn is 0.29 off it, with or
-    # without hf_genfix. Its selection is not exercised by the sweep.
+    # V3.2's sparse indexer keeps its default top-k (2048: every token here), so its selection is not exercised by
+    # the sweep. With 4 (session 27) the selection fell on ties and no-cache forwards were not causal. Session 29
+    # (5.25.0, top-k 4, every scenario with the differential): causal-prefix holds (2.6e-06), every scenario but
+    # one passes bitwise upstream's, and second-turn is 0.29 off both ways. Its cause is the tiny model, not a
+    # cache: the first turn generates token 0, whose embedding row (padding_idx) is zero, so that query's index
+    # scores are exactly 0 over every key and top-k picks among ties, differently in a decoding step and in the
+    # no-cache forward (with ties broken by position, the scenario passes). A top-k below the prompt wants a tiny
+    # model whose generated tokens never have a zero embedding.
     "deepseek_v32": dict(num_key_value_heads=4, n_group=2, topk_group=1),
     "glm4_moe_lite": dict(num_key_value_heads=4),
     "glm_moe_dsa": dict(num_key_value_heads=4),
