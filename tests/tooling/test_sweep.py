@@ -488,6 +488,21 @@ def test_recall_finds_a_defect_where_its_patch_alone_off_fails_or_forcing_it_fix
     assert "  MISSED useless-fix: no scenario where upstream fails is changed by it" in text
 
 
+@pytest.mark.parametrize("verdict, found", [("corrected", True), ("identical", False)])
+def test_recall_finds_a_patch_that_answers_a_call_upstream_raises_on(make_registry, verdict, found):
+    """A scenario that lists the calls upstream raises on and goes on passes upstream; where the differential
+    counts hf_genfix's answer to such a call as a correction, the patch that changed it is found (4.51.3's Gemma-2
+    with cache_implementation="sliding_window": sliding-window-hybrid-cache was missed until session 29)."""
+    from hf_genfix.oracles import differential
+
+    recall = sweep.Recall(make_registry("fixed-here"), ["fixed-here"])
+    pair = {"verdict": verdict, "upstream": differential.Observation("pass"),
+            "ours": differential.Observation("pass", changed={"fixed-here": 1})}
+    recall.attribute(lambda subject: {}, sweep.Subject("llama"), "cache-implementations", {"outcome": "pass"}, pair)
+    assert ("fixed-here" in recall.hits) is found
+    assert recall.failing_upstream == (1 if found else 0)
+
+
 def test_recall_knows_what_the_sweep_cannot_reach(make_registry):
     recall = sweep.Recall(make_registry("fixed-here"), [])
     recall.targets = {"tok": ["transformers.tokenization_utils_base:PreTrainedTokenizerBase.__setattr__",

@@ -948,7 +948,9 @@ class Recall:
     finds by itself (``doctor --sweep --recall``).
 
     A defect is found by a scenario where upstream (every patch off) fails its oracle -- a wrong answer, or an
-    exception that is not a refusal in words -- on a model that can do what the scenario asks, and
+    exception that is not a refusal in words; or passes it while the differential counts hf_genfix's answer as a
+    correction (a call upstream raises on inside a scenario that lists such calls and goes on) -- on a model that
+    can do what the scenario asks, and
     - its patch changes the call (it says so to ``hf_genfix.recording()``: ``Observation.changed``), or
     - with that one patch off, the scenario fails where hf_genfix passes, or fails otherwise than with hf_genfix
       (for the patches that do not report their changes; tried on ``RECALL_TRIES`` architectures per scenario and
@@ -1006,7 +1008,13 @@ class Recall:
         if pair is None:
             return
         u, o = pair["upstream"], pair["ours"]
-        if u.outcome not in (differential.WRONG, differential.RAISED) or subject.lacks(getattr(func, "needs", ())):
+        # Upstream passes, yet the differential counts hf_genfix's answer as a correction: a call of a scenario that
+        # lists the loud ones and goes on raised upstream and is answered right (4.51.3's Gemma-2 with
+        # cache_implementation="sliding_window", sliding-window-hybrid-cache), or upstream is off by 10x more than
+        # hf_genfix under the tolerance. The patch that changed that call is found there too.
+        answered = u.outcome == differential.PASS and pair["verdict"] == differential.CORRECTED
+        if (u.outcome not in (differential.WRONG, differential.RAISED) and not answered) \
+                or subject.lacks(getattr(func, "needs", ())):
             return
         if u.outcome == differential.RAISED and _refusal(u.message):
             return
