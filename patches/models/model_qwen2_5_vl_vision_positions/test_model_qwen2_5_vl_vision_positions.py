@@ -1,10 +1,10 @@
-"""model-qwen2-5-vl-vision-positions: on 5.3.0-5.5.3 Qwen2.5-VL's M-RoPE positions of a vision block follow the
+"""model-qwen2-5-vl-vision-positions: on 5.3.0-5.5.x Qwen2.5-VL's M-RoPE positions of a vision block follow the
 definition (5.6's).
 
 ``get_vision_position_ids`` put every frame of a block at ``start * time_interval``: a video's frames share one
 temporal position and their heights interleave, and Qwen2.5-VL's images (interval ``tokens_per_second``) sit at an
-inflated temporal position. With the patch: the forward of a prompt with an image equals the forward given the
-definition's positions (the probe), a block's positions are the definition's, and a one-frame block at interval 1
+inflated temporal position (to 5.5.3). With the patch: the forward of a prompt with an image, and of one with a
+video, equals the forward given the definition's positions (the probe), a block's positions are the definition's, and a one-frame block at interval 1
 is upstream's tensor itself. Without it (``hf_genfix.disabled``) the positions differ. Outside the range the patch
 is not installed and the tests are skipped.
 """

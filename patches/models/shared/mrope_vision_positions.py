@@ -1,6 +1,6 @@
-"""model-qwen2-vl-vision-positions / model-qwen2-5-vl-vision-positions: on 5.3-5.5 (Qwen2.5-VL: to 5.5.3), Qwen2-VL and
-Qwen2.5-VL place the tokens of a video, and Qwen2.5-VL those of every image, at the wrong rotary positions: silently
-wrong from the prompt on.
+"""model-qwen2-vl-vision-positions / model-qwen2-5-vl-vision-positions: on 5.3-5.5, Qwen2-VL and Qwen2.5-VL place the
+tokens of a video, and on 5.3-5.5.3 Qwen2.5-VL those of every image, at the wrong rotary positions: silently wrong
+from the prompt on.
 
 The defect. 5.3.0 moved the positions of one image or video block into ``get_vision_position_ids(start_position,
 grid_thw, temp_merge_size, spatial_merge_size, time_interval)``, one copy per model class. Its body (5.3.0-5.5.4)
@@ -25,11 +25,13 @@ rewrote the body (``arange(t) * time_interval`` repeated per frame, ``+ start_po
 ``repeat_interleave(w).repeat(t)``), the same in every class.
 
 Detection. ``probe_qwen2_5_vl()`` / ``probe_qwen2_vl()`` (``mrope_vision_positions_probes.py``): the sweep's tiny
-Qwen2.5-VL (loud weights) on a prompt with one image, and the tiny Qwen2-VL on a prompt with a video of two temporal
-patches: the logits of the model's own forward against a forward given the positions of the definition (text
+Qwen2.5-VL (loud weights) on a prompt with one image and on one with a video of two temporal patches (5.5.4 passes
+images an interval of 1 in ``get_rope_index``, which fixed them, and kept this body: its videos stay wrong), and
+the tiny Qwen2-VL on a prompt with a video of two temporal patches: the logits of the model's own forward against a forward given the positions of the definition (text
 consecutive; a vision block's tokens at ``start + t * interval``, ``start + h``, ``start + w``; the text after it at
 ``start + max(h, w)``), computed by the probe. The sweep's oracle, a no-cache forward, runs the same positions and
-cannot see the prompt's error; it sees the continuations of Qwen2.5-VL's cache (the offsets).
+cannot see the prompt's error; it sees the continuations of Qwen2.5-VL's cache (the offsets), and the video
+scenarios (``oracles/sweep/video.py``) judge against the same definition.
 
 Correction. The model class's ``get_vision_position_ids`` is wrapped: the block's positions are computed as 5.6.0
 computes them from the same arguments. Where they equal upstream's (one frame, interval 1) upstream's tensor is

@@ -8,12 +8,21 @@ from typing import Any
 
 
 def probe_qwen2_5_vl() -> dict:
-    """One image (one frame: the interval is tokens_per_second). Not a video: where a video's temporal positions
-    reach past its height and width, the releases disagree on where the text after it starts (4.x and 5.2: after
-    the block's largest position; 5.6 on: ``start + max(h, w)``), so the definition is not settled there."""
+    """One image (one frame), then a video of two temporal patches of 2x5 tokens at Qwen2.5-VL's interval
+    (``tokens_per_second``, 4 in the tiny config): 5.3-5.5.3 place the image wrong, and every release to 5.5.4 the
+    video (5.5.4 fixed the image's interval in ``get_rope_index``, not the block's frames). The video stays where
+    the releases agree on the definition: its temporal positions below its height and width in tokens (beyond, 4.x
+    and 5.2 start the text after it after the block's largest position, 5.6 on at ``start + max(h, w)``)."""
+    from hf_genfix.oracles import ProbeSkipped
     from hf_genfix.oracles.sweep.families import IMAGE
+    from hf_genfix.oracles.sweep.video import VIDEO
 
-    return _probe("qwen2_5_vl", IMAGE, (1, 4, 8))
+    image = _probe("qwen2_5_vl", IMAGE, (1, 4, 8))
+    try:
+        video = _probe("qwen2_5_vl", VIDEO, (2, 4, 10))
+    except ProbeSkipped:
+        return image
+    return {"max_logit_diff": max(image["max_logit_diff"], video["max_logit_diff"])}
 
 
 def probe_qwen2_vl() -> dict:
@@ -40,6 +49,7 @@ def _check(s: Any, token: int, grid: tuple) -> dict:
     from hf_genfix.oracles import ProbeSkipped, reference
     from hf_genfix.oracles.sweep.families import BOI, EOI
     from hf_genfix.oracles.sweep.video import VIDEO, mrope_positions
+    from hf_genfix.oracles.sweep.video import interval as video_interval
 
     config = s.model.config
     merge = config.vision_config.spatial_merge_size
@@ -54,10 +64,9 @@ def _check(s: Any, token: int, grid: tuple) -> dict:
     input_ids = torch.tensor([ids])
     if "mm_token_type_ids" in inspect.signature(s.model.forward).parameters:
         kwargs["mm_token_type_ids"] = torch.tensor([[{token: 1 if kind == "image" else 2}.get(i, 0) for i in ids]])
-    interval = 1
-    if kind == "image" and getattr(config.vision_config, "tokens_per_second", None) is not None \
-            and config.model_type == "qwen2_5_vl":
-        interval = config.vision_config.tokens_per_second  # 1 second per image
+    # a video's interval is Qwen2.5-VL's tokens_per_second (one second per temporal patch), 1 on Qwen2-VL; an image
+    # has one frame, whose positions no interval moves
+    interval = video_interval(config) if kind == "video" else 1
     positions = mrope_positions(ids, token, (t, h, w), interval)
     with torch.no_grad():
         try:
