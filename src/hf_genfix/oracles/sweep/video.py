@@ -3,7 +3,8 @@
 Why a scenario of its own. On 5.3-5.5 ``get_vision_position_ids`` gives every frame of a video one temporal
 position and interleaves the heights across frames (``model-qwen2-vl-vision-positions``). Every path runs the same
 function: the cached ``generate()``, the no-cache forward of the row, a second turn, a chunk after the cache. So no
-cache equivalence sees it, and the sweep missed it on 5.5.0 while the probe found it. The oracle is the definition
+cache equivalence sees it, and the sweep missed it on 5.5.0 while the probe found it (these scenarios then found
+Qwen2.5-VL's videos wrong on 5.5.4 too, past the range its image probe had measured). The oracle is the definition
 itself: the row's no-cache forward given the M-RoPE positions that Qwen2-VL defines (``mrope_positions``) as
 ``position_ids``. That forward reads them as given, on every release the sweep builds these models on.
 
