@@ -32,6 +32,16 @@ def test_the_definition_by_hand():
                                   [0, 1, 2, 3, 2, 3, 4, 5]]
 
 
+def test_the_definition_of_two_kinds_of_block_by_hand():
+    """An image of 1x2 tokens (one frame) at position 1, then a video of 2 frames of 1x1 at interval 2 at position
+    4: each block's text after it from its start + max(h, w)."""
+    i, v = families.IMAGE, video.VIDEO
+    got = video.block_positions([1, i, i, 7, v, v, 8], {i: [(1, 1, 2, 1)], v: [(2, 1, 1, 2)]})
+    assert got[:, 0].tolist() == [[0, 1, 1, 3, 4, 6, 5],
+                                  [0, 1, 1, 3, 4, 4, 5],
+                                  [0, 1, 2, 3, 4, 4, 5]]
+
+
 def _subject(arch):
     try:
         s = families.ImageTextSubject(arch)

@@ -15,7 +15,8 @@ interval (``tokens_per_second``, 4 in the tiny config, one second per temporal p
 ``second_per_grid_ts``): two temporal patches of 2 x 5 and 2 x 6 tokens, so a batch's rows differ in length.
 
 The scenarios (loud weights, ``imagetext.loud``): a left-padded batch of two rows, each with its own video, by
-cached ``generate()``, and a second turn that continues from the first turn's returned cache (the whole
+cached ``generate()``; the same with an image before each video (two kinds of block in a row, images of two sizes
+in the batch); and a second turn that continues from the first turn's returned cache (the whole
 conversation given again, the videos in the cache).
 """
 
@@ -26,32 +27,42 @@ from typing import Any, Sequence
 
 from ..outcome import ProbeSkipped, earlier_stage
 from . import core as sweep
-from .families import BOI, EOI, IMAGE_TEXT_KIND, _mask
+from .families import BOI, EOI, IMAGE, IMAGE_TEXT_KIND, _mask
 from .imagetext import _generate, _returned_cache, loud
 
 VIDEO = 123  # the tiny Qwen-VL configs' video_token_id (families._qwen2_vl), among the suppressed placeholders
 GRIDS = ((2, 4, 10), (2, 4, 12))  # (t, h, w) in patches, merged 2x2: 2 x 2 x 5 and 2 x 2 x 6 tokens
+IMAGE_GRIDS = ((1, 4, 8), (1, 4, 4))  # an image before the video (video-image-loud-cached-padded): 8 and 4 tokens
 
 
 def mrope_positions(ids: Sequence[int], token: int, thw: tuple, interval: int) -> Any:
+    """M-RoPE positions as Qwen2-VL defines them, shape (3, 1, len(ids)), for prompts whose vision blocks are all of
+    ``token`` and of one size (``thw`` = t x h x w tokens): ``block_positions``."""
+    import itertools
+
+    return block_positions(ids, {token: itertools.repeat((*thw, interval))})
+
+
+def block_positions(ids: Sequence[int], blocks: dict) -> Any:
     """M-RoPE positions as Qwen2-VL defines them, shape (3, 1, len(ids)): text tokens one apart on all three rows;
-    the token (f, i, j) of a block of ``token`` (``thw`` = t x h x w tokens) at (start + f * interval, start + i,
-    start + j); the text after the block from start + max(h, w) on."""
+    the token (f, i, j) of a vision block at (start + f * interval, start + i, start + j); the text after the block
+    from start + max(h, w) on. ``blocks``: placeholder id -> the (t, h, w, interval) of its blocks, in order."""
     import torch
 
-    t, h, w = thw
+    sizes = {token: iter(each) for token, each in blocks.items()}
     rows: list[list[int]] = [[], [], []]
     pos, k = 0, 0
     while k < len(ids):
-        if ids[k] != token:
+        if ids[k] not in sizes:
             for r in rows:
                 r.append(pos)
             pos, k = pos + 1, k + 1
             continue
+        t, h, w, step = next(sizes[ids[k]])
         for f in range(t):
             for i in range(h):
                 for j in range(w):
-                    rows[0].append(pos + f * interval)
+                    rows[0].append(pos + f * step)
                     rows[1].append(pos + i)
                     rows[2].append(pos + j)
         pos, k = pos + max(h, w), k + t * h * w
@@ -80,26 +91,46 @@ class _Videos:
     def tokens(self, grid: tuple) -> tuple:
         return grid[0], grid[1] // self.merge, grid[2] // self.merge
 
-    def rows(self, lengths: tuple, seed: int) -> tuple[list[list[int]], list[dict], list[tuple]]:
+    def rows(self, lengths: tuple, seed: int, images: bool = False) -> tuple[list[list[int]], list[dict], list[dict]]:
+        """Prompts of ``lengths`` text tokens, each with its own video (and, with ``images``, an image of 4x8 or 4x4
+        patches before it); per row its pixels and its blocks (placeholder id -> sizes, for ``block_positions``)."""
         import torch
 
         from ..precision import current
 
-        prompts, videos, blocks = [], [], []
+        prompts, pixels, blocks = [], [], []
         gen = torch.Generator().manual_seed(seed)
-        for n, grid in zip(lengths, GRIDS):
+        device, dtype = self.s.model.device, current().torch_dtype
+        for b, (n, grid) in enumerate(zip(lengths, GRIDS)):
             text = torch.randint(3, 100, (n,), generator=gen, device="cpu").tolist()
             t, h, w = self.tokens(grid)
-            prompts.append([1] + text[:2] + [BOI] + [VIDEO] * (t * h * w) + [EOI] + text[2:])
-            pixels = torch.rand(grid[0] * grid[1] * grid[2], self.patch_floats, generator=gen, device="cpu")
-            videos.append({"pixel_values_videos": pixels.to(self.s.model.device, current().torch_dtype),
-                           "video_grid_thw": torch.tensor([list(grid)], device=self.s.model.device)})
-            blocks.append((t, h, w))
-        return prompts, videos, blocks
+            video = [BOI] + [VIDEO] * (t * h * w) + [EOI]
+            inputs = {"pixel_values_videos": self._patches(grid, gen).to(device, dtype),
+                      "video_grid_thw": torch.tensor([list(grid)], device=device)}
+            sizes = {VIDEO: [(t, h, w, self.interval)]}
+            image = []
+            if images:
+                still = IMAGE_GRIDS[b % len(IMAGE_GRIDS)]
+                ti, hi, wi = self.tokens(still)
+                image = [BOI] + [IMAGE] * (ti * hi * wi) + [EOI]
+                inputs.update(pixel_values=self._patches(still, gen).to(device, dtype),
+                              image_grid_thw=torch.tensor([list(still)], device=device))
+                sizes[IMAGE] = [(ti, hi, wi, 1)]  # one frame: no interval moves it
+            # the video after the second text token, as before images were added; an image after the first
+            prompts.append([1] + text[:1] + image + text[1:2] + video + text[2:])
+            pixels.append(inputs)
+            blocks.append(sizes)
+        return prompts, pixels, blocks
+
+    def _patches(self, grid: tuple, gen: Any) -> Any:
+        import torch
+
+        return torch.rand(grid[0] * grid[1] * grid[2], self.patch_floats, generator=gen, device="cpu")
 
     def token_types(self, ids: Any) -> dict:
-        """5.x takes the processor's ``mm_token_type_ids`` (2 on a video's placeholders); 4.x reads the ids."""
-        return {"mm_token_type_ids": (ids == VIDEO).long() * 2} if self.types else {}
+        """5.x takes the processor's ``mm_token_type_ids`` (1 on an image's placeholders, 2 on a video's); 4.x reads
+        the ids."""
+        return {"mm_token_type_ids": (ids == IMAGE).long() + (ids == VIDEO).long() * 2} if self.types else {}
 
     def batch(self, prompts: list[list[int]], videos: list[dict]) -> dict:
         import torch
@@ -112,12 +143,12 @@ class _Videos:
             kwargs[key] = torch.cat([video[key] for video in videos])
         return kwargs
 
-    def reference(self, tokens: Sequence[int], video: dict, block: tuple) -> Any:
-        """The no-cache forward of the unpadded row with its video, given the definition's positions."""
+    def reference(self, tokens: Sequence[int], video: dict, blocks: dict) -> Any:
+        """The no-cache forward of the unpadded row with its pixels, given the definition's positions."""
         import torch
 
         ids = torch.tensor([list(tokens)], device=self.s.model.device)
-        positions = mrope_positions(tokens, VIDEO, block, self.interval).to(ids.device)
+        positions = block_positions(tokens, blocks).to(ids.device)
         with torch.no_grad():
             out = self.s.model(input_ids=ids, attention_mask=torch.ones_like(ids), position_ids=positions,
                                **video, **self.token_types(ids), use_cache=False)
@@ -128,7 +159,7 @@ class _Videos:
         # ("Video features and video tokens do not match"): left to raise, a loud upstream error.
         return _generate(self.s, kwargs, **options)
 
-    def check(self, prompts: list[list[int]], videos: list[dict], blocks: list[tuple], out: Any, width: int,
+    def check(self, prompts: list[list[int]], videos: list[dict], blocks: list[dict], out: Any, width: int,
               what: str) -> dict:
         from ..generation import GenRun, check_rows_against_reference
 
@@ -138,14 +169,17 @@ class _Videos:
             reference=lambda b, tokens: self.reference(tokens, videos[b], blocks[b]))
 
 
-def cached(s: Any) -> dict:
+def cached(s: Any, images: bool = False) -> dict:
+    """A left-padded batch of two rows, each with its own video (and with ``images`` an image before it), by
+    cached ``generate()``."""
     v = _Videos(s)
-    prompts, videos, blocks = v.rows((6, 3), seed=70)
+    prompts, videos, blocks = v.rows((6, 3), seed=70, images=images)
     kwargs = v.batch(prompts, videos)
     out = v.generate(kwargs, max_new_tokens=5)
     return v.check(prompts, videos, blocks, out, kwargs["input_ids"].shape[1],
-                   "a left-padded batch of two rows, each with its own video, by cached generate(), vs the no-cache "
-                   "forward of the row given the M-RoPE positions of the definition")
+                   f"a left-padded batch of two rows, each with its own {'image and ' if images else ''}video, by "
+                   "cached generate(), vs the no-cache forward of the row given the M-RoPE positions of the "
+                   "definition")
 
 
 def second_turn(s: Any) -> dict:
@@ -182,7 +216,13 @@ def declines(s: Any) -> str:
     return ""
 
 
-SCENARIOS = {"video-loud-cached-padded": cached, "video-second-turn-padded": second_turn}
+def cached_with_images(s: Any) -> dict:
+    """``cached`` with an image before each row's video: two kinds of block in a row, of two sizes in the batch."""
+    return cached(s, images=True)
+
+
+SCENARIOS = {"video-loud-cached-padded": cached, "video-image-loud-cached-padded": cached_with_images,
+             "video-second-turn-padded": second_turn}
 
 
 def _register(name: str, func: Any) -> None:
