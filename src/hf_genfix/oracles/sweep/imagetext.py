@@ -224,13 +224,16 @@ def _returned_cache(out: Any) -> Any:
     return cache if cache is not None else getattr(out, "past_key_values", None)
 
 
-def _check(s: Any, prompts: list[list[int]], images: list[dict], out: Any, width: int, what: str) -> dict:
+def _check(s: Any, prompts: list[list[int]], images: list[dict], out: Any, width: int, what: str,
+           reference: Any = None) -> dict:
+    """Every row's every step of ``out`` against ``reference(row, tokens)`` (default: the no-cache forward of the row
+    with its image, ``s.reference``)."""
     from ..generation import GenRun
 
     run = GenRun(out.sequences, [_mask(logits.float()) for logits in out.logits], width)
     return check_rows_against_reference(
         s.model, prompts, run, what, eos_token_id=[],
-        reference=lambda b, tokens: s.reference(prompts[b], images[b], tokens[len(prompts[b]):]))
+        reference=reference or (lambda b, tokens: s.reference(prompts[b], images[b], tokens[len(prompts[b]):])))
 
 
 def _lengths(padded: bool, one: int, *more: int) -> tuple[int, ...]:

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 from ..outcome import ProbeSkipped, earlier_stage
 from . import core as sweep
 from .families import BOI, EOI, IMAGE, IMAGE_TEXT_KIND, _mask
-from .imagetext import _generate, _returned_cache, loud
+from .imagetext import _check, _generate, _returned_cache, loud
 
 VIDEO = 123  # the tiny Qwen-VL configs' video_token_id (families._qwen2_vl), among the suppressed placeholders
 GRIDS = ((2, 4, 10), (2, 4, 12))  # (t, h, w) in patches, merged 2x2: 2 x 2 x 5 and 2 x 2 x 6 tokens
@@ -161,12 +161,8 @@ class _Videos:
 
     def check(self, prompts: list[list[int]], videos: list[dict], blocks: list[dict], out: Any, width: int,
               what: str) -> dict:
-        from ..generation import GenRun, check_rows_against_reference
-
-        run = GenRun(out.sequences, [_mask(logits.float()) for logits in out.logits], width)
-        return check_rows_against_reference(
-            self.s.model, prompts, run, what, eos_token_id=[],
-            reference=lambda b, tokens: self.reference(tokens, videos[b], blocks[b]))
+        return _check(self.s, prompts, videos, out, width, what,
+                      reference=lambda b, tokens: self.reference(tokens, videos[b], blocks[b]))
 
 
 def cached(s: Any, images: bool = False) -> dict:
