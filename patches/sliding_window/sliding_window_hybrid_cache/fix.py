@@ -20,11 +20,12 @@ Detection. ``probe()``: a tiny Gemma-2 (sliding, full; window 8), a 12-token pro
 Correction. ``GenerationMixin._get_cache`` (where generate turns the name into a cache) is wrapped: when any layer
 of the model attends fully (``layers_that_slide``: its attention modules' own ``sliding_window``, else the config's
 ``layer_types``, else the fixed layouts of Gemma-2/3 and Cohere-2; unsure otherwise, and then upstream's),
-"sliding_window" is served as "hybrid" -- sliding layers keep the window,
-full layers keep everything, which is what 4.56 does. That needs the release's ``HybridCache`` to know the
-layout: it reads ``config.layer_types`` from 4.53 on and is Gemma-2's alternation before; any other such config
-on an older release gets "static" (every layer full: correct, only larger: a full cache is never wrong, the
-model's mask still applies its window). Models whose every layer slides keep the
+"sliding_window" is served as "hybrid" -- sliding layers keep the window, full layers keep everything, which is
+what 4.56 does. That needs the release's ``HybridCache`` to know the layout: it reads ``config.layer_types`` from
+4.53 on and is Gemma-2's alternation before; any other such config on an older release gets "static" (every layer
+full: correct, only larger: a full cache is never wrong, the model's mask still applies its window). So does a model
+whose layers share keys and values (Gemma-3n): its sharing layers cannot read a HybridCache's window right on these
+releases (``model-gemma3n-hybrid-cache``). Models whose every layer slides keep the
 ``SlidingWindowCache`` they asked for.
 """
 
@@ -66,6 +67,13 @@ def _serve_as(model: Any) -> str:
     text = text_config(model.config)
     if getattr(text, "sliding_window", None) is None:
         return "sliding_window"  # no window to keep: upstream's own answer to the request
+    if int(getattr(text, "num_kv_shared_layers", 0) or 0) > 0:
+        # Gemma-3n (4.53-4.55): its KV-sharing layers read a HybridCache's window by clamped positions, so a call of
+        # several tokens past the window reads the wrong keys (model-gemma3n-hybrid-cache), and 4.54's HybridCache
+        # lacks the ``sliding_window`` they read (AttributeError). Serving "hybrid" turned upstream's IndexError into
+        # a silently wrong answer on 4.53 (0.397 on the loud tiny model) and into another error on 4.54 (sweep
+        # --differential, session 30). A full cache is right on all three (2e-06).
+        return "static"
     slides = layers_that_slide(model)
     if slides is None or all(slides):
         # Every layer slides (Mistral, 4.55's Qwen-3-MoE): the cache asked for fits the model. Or we cannot tell:

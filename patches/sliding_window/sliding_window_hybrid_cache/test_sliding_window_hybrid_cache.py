@@ -4,7 +4,8 @@ attend to all of them.
 Where the patch is applied: a config whose window no layer uses (Qwen-2 with ``use_sliding_window`` and
 ``max_window_layers`` at its depth: every layer full, the SmolLM3 case the sweep found) generates what a no-cache
 forward gives, and with the patch off does not; a model whose every layer slides (Mistral, 4.55's Qwen-3-MoE)
-keeps the ``SlidingWindowCache`` it asked for, bitwise. The probe (Gemma-2, sliding and full layers) is ``TestPatch``'s.
+keeps the ``SlidingWindowCache`` it asked for, bitwise; a model whose layers share keys and values (Gemma-3n) gets a
+full cache. The probe (Gemma-2, sliding and full layers) is ``TestPatch``'s.
 """
 
 from __future__ import annotations
@@ -83,6 +84,22 @@ def test_a_model_whose_every_layer_slides_keeps_its_cache(require_applied, tiny,
             return
         assert_upstream_bitwise(model, PID, ids, attention_mask=torch.ones_like(ids),
                                 cache_implementation="sliding_window")
+
+
+
+def test_a_model_whose_layers_share_keys_gets_a_full_cache(require_applied):
+    """Gemma-3n (4.53-4.55): "sliding_window" is served as "static", not "hybrid", whose window its KV-sharing layers
+    read wrong (model-gemma3n-hybrid-cache, off here so that this patch's own choice is what runs)."""
+    from hf_genfix.oracles.sweep.continuations import loud_model
+
+    from transformers import CONFIG_MAPPING
+
+    require_applied(PID)
+    if "gemma3n_text" not in CONFIG_MAPPING:
+        pytest.skip("no Gemma-3n before 4.53")
+    model = loud_model("gemma3n_text", sliding_window=4)
+    with hf_genfix.disabled("model-gemma3n-hybrid-cache"):
+        assert _check(model)["max_logit_diff"] <= 1e-4  # 12 tokens past a window of 4
 
 
 class TestPatch(PatchTests):
