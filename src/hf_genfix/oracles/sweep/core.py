@@ -777,6 +777,14 @@ def explain(registry: Any, func: Scenario, subject: Subject, out: dict[str, Any]
         # A refusal in words is raised by the patch whose fix defines that exception: named first, before any other
         # patch that claims the scenario (two patches wrap assisted decoding: the refusal is the one that raised).
         claims.sort(key=lambda manifest: not _defines(manifest, out["error"]))
+    if pair is not None and pair["verdict"] == differential.REFUSED and out.get("error"):
+        # An installed patch refused the call with its own exception where upstream is silently wrong: its defect,
+        # whichever scenario met it (a new scenario found sliding-window-static-prefill-chunks' refusal on five
+        # models no manifest had claimed it for: unknown, session 30).
+        for manifest in registry.manifests():
+            if statuses[manifest.id].state in INSTALLED and _defines(manifest, out["error"]):
+                return {"verdict": KNOWN, "explained_by": manifest.id,
+                        "cause": f"known: {manifest.id} (installed: it refuses the call, upstream is silently wrong)"}
     for manifest in claims:
         state = statuses[manifest.id].state
         if state not in INSTALLED:

@@ -15,6 +15,8 @@
   that the model or the machine refuses in words (no backend for ``quantized``, no GPU for an offloaded cache), is
   listed as unsupported in the figures, not judged; one that crashes otherwise is judged as upstream's exception
   (``upstream-error`` where it raises the same without hf_genfix), one that is silently wrong is the finding.
+  ``chunked-prefill-cache-implementations``: ``prefill_chunk_size`` into each pre-allocated one (``static``,
+  ``sliding_window``, ``hybrid``) is the whole prefill, judged the same way.
 
 The oracles are the shared ones (``generation.check_rows_against_reference``: every step against the reference
 forward of each unpadded row; ``reference.max_diff``). ``sweep.pick`` samples the options and the cache
@@ -24,13 +26,13 @@ implementations on ``doctor --sweep --quick``; the full sweep runs them all.
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import Any, Callable
 
 from ..generation import GenRun, check_rows_against_reference, generate_steps, left_pad
 from ..outcome import DefectObserved, ProbeSkipped
 from ..precision import tolerance
 from ..reference import max_diff, reference_logits
-from .core import _UNSUPPORTED, Subject, _short, pick, scenario
+from .core import _UNSUPPORTED, WINDOW, Subject, _chunking, _short, pick, scenario
 
 # What the option sweep compares: name -> generate() options, on top of greedy, pad 0 and no eos unless set.
 # "eos" is replaced by the token the plain run gives first (so that without the option the run would stop at
@@ -250,8 +252,6 @@ def inputs_embeds_prefill_chunks(s: Subject) -> dict:
     chunk loop that reads the ids instead of ``E`` would look right: the offset makes it loud."""
     import torch
 
-    from .core import _chunking
-
     _chunking()
     rows = s.rows(9, 5, seed=16)
     ids, mask = left_pad(rows)
@@ -309,21 +309,58 @@ def uncached(s: Subject) -> dict:
 def cache_implementations(s: Subject) -> dict:
     """Each cache implementation the release knows: every step as the no-cache forward of the final row."""
     rows, ids, mask = _two_rows(s)
+
+    def generate(name: str) -> Any:
+        return generate_steps(s.model, ids, mask, max_new_tokens=6, cache_implementation=name, pad_token_id=0,
+                              eos_token_id=None)
+
+    return _each_implementation(s, pick(CACHES, 2), generate, rows, "cache_implementation={}")
+
+
+# Chunked prefill into each pre-allocated cache: a static cache with sliding layers took chunks past the window
+# wrong on 4.51-4.55 ("hybrid", "sliding_window"; sliding-window-static-prefill-chunks), which the chunked-prefill
+# scenario met only where the model's default cache is static (Gemma-2/3 on 4.51-4.52): recall missed it on 4.54.0.
+CHUNKED_CACHES = ("static", "sliding_window", "hybrid")
+
+
+@scenario("chunked-prefill-cache-implementations", needs=("kv",))
+def chunked_prefill_cache_implementations(s: Subject) -> dict:
+    """``prefill_chunk_size=5`` into each pre-allocated cache implementation, a prompt past the sweep's window: every
+    step as the no-cache forward of the row (chunked prefill is the whole prefill, whatever the cache)."""
+    import torch
+
+    _chunking()
+    rows = s.rows(2 * WINDOW + 3, seed=15)
+    ids = torch.tensor(rows, device=s.model.device)
+    mask = torch.ones_like(ids)
+
+    def generate(name: str) -> Any:
+        return generate_steps(s.model, ids, mask, max_new_tokens=4, cache_implementation=name, prefill_chunk_size=5,
+                              pad_token_id=0, eos_token_id=None)
+
+    return _each_implementation(s, pick(CHUNKED_CACHES, 2), generate, rows,
+                                "prefill_chunk_size=5, cache_implementation={}")
+
+
+def _each_implementation(s: Subject, names: list[str], generate: Callable[[str], Any], rows: list[list[int]],
+                         what: str) -> dict:
+    """``generate(name)`` for each implementation in ``names``, every step as the no-cache forward of ``rows``.
+    Silently wrong anywhere: the finding (``DefectObserved``); else a crash of one that upstream does not share: that
+    exception; else the worst figure of those that ran (``ProbeSkipped`` when none did)."""
     refused: dict[str, str] = {}
     loud: dict[str, str] = {}
     wrong: list[str] = []
     worst, ran, first_defect = 0.0, [], None
     crash: BaseException | None = None
-    for name in pick(CACHES, 2):
+    for name in names:
         _fresh(s.model)
         try:
-            run = generate_steps(s.model, ids, mask, max_new_tokens=6, cache_implementation=name, pad_token_id=0,
-                                 eos_token_id=None)
+            run = generate(name)
         except Exception as exc:  # noqa: BLE001 - a refusal in words is not a finding; anything else is judged
             if _refused(exc):
                 refused[name] = f"{type(exc).__name__}: {_short(exc)}"
                 continue
-            if _upstream_raises_alike(s, ids, mask, name, exc):
+            if _upstream_raises_alike(s, generate, name, exc):
                 # Loud in upstream too, for this implementation: listed, and the others are still judged (4.46's
                 # offloaded_static TypeError on every model hid sliding_window's silent error on Gemma-2 there).
                 loud[name] = f"upstream raises it too: {type(exc).__name__}: {_short(exc)}"
@@ -332,8 +369,7 @@ def cache_implementations(s: Subject) -> dict:
             wrong.append(f"{name}: {type(exc).__name__}: {_short(exc)}")
             continue
         try:
-            figures = check_rows_against_reference(s.model, rows, run, f"cache_implementation={name}",
-                                                   eos_token_id=[])
+            figures = check_rows_against_reference(s.model, rows, run, what.format(name), eos_token_id=[])
         except DefectObserved as exc:
             wrong.append(exc.message)
             first_defect = first_defect or exc.figures
@@ -357,15 +393,14 @@ def _fresh(model: Any) -> None:
     vars(model).pop("_cache", None)
 
 
-def _upstream_raises_alike(s: Subject, ids: Any, mask: Any, name: str, exc: BaseException) -> bool:
-    """Whether generate() with every patch off raises the same exception type for this implementation."""
+def _upstream_raises_alike(s: Subject, generate: Callable[[str], Any], name: str, exc: BaseException) -> bool:
+    """Whether ``generate(name)`` with every patch off raises the same exception type."""
     import hf_genfix
 
     _fresh(s.model)
     try:
         with hf_genfix.disabled():
-            generate_steps(s.model, ids, mask, max_new_tokens=6, cache_implementation=name, pad_token_id=0,
-                           eos_token_id=None)
+            generate(name)
     except Exception as upstream:  # noqa: BLE001
         return type(upstream) is type(exc)
     return False
