@@ -122,7 +122,9 @@ _PER_TYPE: dict[str, dict[str, Any]] = {
                    num_mem_blocks=1, time_step_min=0.05),
     # NemotronH: the same time-step floor for the same reason (model-nemotron-h-step-dt-limit, 5.15-5.24): at the
     # default 0.001 the skipped floor moves a cached generate() by 3e-6, under the tolerance, at 0.05 by 0.01-1.
-    "nemotron_h": dict(time_step_min=0.05),
+    # Its layers: Mamba, experts, attention (the default adds an MLP layer, for which 5.14 and older have
+    # no cache layer: KeyError 'mlp' in DynamicCache, so the sweep built no NemotronH there and missed its patches).
+    "nemotron_h": dict(time_step_min=0.05, hybrid_override_pattern="ME*"),
     # xLSTM's layers size q/k/v by hidden x factor (16, 32) but its cache by that rounded up to 64 (64, 64): factors
     # of 2 make hidden x factor 64 already, so the two agree (else the cache state's shape error in the first forward).
     "xlstm": dict(qk_dim_factor=2.0, v_dim_factor=2.0),
@@ -157,6 +159,10 @@ LAYOUTS: dict[str, tuple[str, dict[str, Any]]] = {
     "gemma4_text@shared-kv": ("gemma4_text", dict(
         num_hidden_layers=4, num_kv_shared_layers=2,
         layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"])),
+    # InklingText's tiny default makes every layer "hybrid_sliding" (linear + sliding attention); its "hybrid" layers
+    # (linear + full attention: local_layer_ids=[]) keep a static cache of another class, whose query offset 5.14+
+    # read wrong (model-inkling-static-query-offset): recall missed it on 5.14.1 until the sweep built this layout.
+    "inkling_text@hybrid": ("inkling_text", dict(local_layer_ids=[])),
 }
 
 
