@@ -169,7 +169,11 @@ def _ssm_state(cache: Any, layer: int) -> Any:
     """This layer's SSM state tensor in the cache (written in place)."""
     if hasattr(cache, "ssm_states"):  # the hybrid cache of 4.49 - 5.4
         return cache.ssm_states[layer]
-    states = cache.layers[layer].recurrent_states  # the generic cache: a tensor, or one per state (5.14)
+    states = cache.layers[layer].recurrent_states  # the generic cache: a tensor, or one per state index
+    if isinstance(states, dict):
+        # 5.14 keys them by state index: read as a tensor, the dict made _only_pads_so_far say no, so a left-padded
+        # batch prefilled in chunks went to upstream's wrong chunk path (NemotronH 0.40 on 5.14.1, session 30)
+        return states.get(0)
     return states[0] if isinstance(states, (list, tuple)) else states
 
 
