@@ -467,6 +467,41 @@ def check_family_stream(family: str, max_new_tokens: int = 4) -> dict[str, Any]:
         return {"stream_sequences": got}
 
 
+def check_family_plain_tokenizer(family: str, max_new_tokens: int = 4) -> dict[str, Any]:
+    """Qwen-1's repos ship their tokenizer beside the model (``tokenization_qwen.py``: a slow tokenizer that adds no
+    special tokens; ``write_plain_tokenizer``'s shape, written into the family's repo): each text encodes as its own
+    tokens, a padded batch is those rows padded on the left, and ``generate()`` from that batch equals the no-cache
+    reference of each unpadded row."""
+    from transformers import AutoTokenizer
+
+    from .decode import UPSTREAM_ERRORS, defect_on_error
+    from .generation import check_rows_against_reference, generate_steps, left_pad
+    from .outcome import DefectObserved
+
+    texts = ["hi there", "hello world again"]
+    with _family_repo(family) as repo:
+        write_plain_tokenizer(repo)
+        model = _loaded(family, repo)
+        what = f"{family}: its remote tokenizer"
+        with defect_on_error(what, UPSTREAM_ERRORS):
+            tokenizer = AutoTokenizer.from_pretrained(str(repo), trust_remote_code=True)
+            rows = [tokenizer(text)["input_ids"] for text in texts]
+            batch = tokenizer(texts, padding=True, return_tensors="pt")
+        expected = [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text)) for text in texts]
+        if rows != expected:
+            raise DefectObserved(f"{what}: encodes {rows}, its tokens are {expected}")
+        ids, mask = left_pad(rows, pad_id=tokenizer.pad_token_id, device="cpu")
+        for key, padded in (("input_ids", ids), ("attention_mask", mask)):
+            if batch[key].tolist() != padded.tolist():
+                raise DefectObserved(f"{what}: padded batch {key} {batch[key].tolist()}, expected {padded.tolist()}")
+        what = f"{family}: generate from its tokenizer's batch"
+        with defect_on_error(what):
+            run = generate_steps(model, batch["input_ids"], batch["attention_mask"], max_new_tokens=max_new_tokens,
+                                 pad_token_id=tokenizer.pad_token_id)
+        figures = check_rows_against_reference(model, rows, run, what)
+        return {**figures, "rows": rows}
+
+
 def check_family_tokenizer(family: str, max_new_tokens: int = 4) -> dict[str, Any]:
     """The ChatGLM families' tokenizer encodes a batch as its authors meant (each row's own encoding, padded on
     the left, with position ids counting its real tokens), and ``generate()`` from that batch, position ids

@@ -8,8 +8,9 @@ hf_genfix. The equivalences, each true by definition:
 
 - ``tokenizer-batch``: ``generate(**tok(texts, padding=True))`` ≡ each text's no-cache forward alone (batch ≡
   rows: the side and the pad a tokenizer chose must not change any row's tokens or logits);
-- ``remote-tokenizer-batch`` (the remote-code kind, the families that ship a tokenizer): the same with the
-  family's remote tokenizer (``legacy_models.check_family_tokenizer``);
+- ``remote-tokenizer-batch`` (the remote-code kind, the families that ship a tokenizer: ChatGLM-3's own, Qwen-1's
+  slow one): the same with the family's remote tokenizer (``legacy_models.check_family_tokenizer``,
+  ``check_family_plain_tokenizer``);
 - ``tokenizer-collator``: ``DataCollatorForLanguageModeling(tok, mlm=False)`` of rows that end with eos gives
   labels = the ids at every real position and -100 at the padding (the collator's documented contract: padding
   ignored, every real token a label -- eos included, which a model trained without it never learns to emit).
@@ -108,13 +109,16 @@ def tokenizer_collator(s: TokenizerSubject) -> dict:
     return {"labels": int((labels != -100).sum()), "rows": len(rows)}
 
 
-# The remote-code families that ship a tokenizer: their tokenizer's padded batch through generate().
-_TOKENIZER_FAMILIES = ("chatglm3",)
+# The remote-code families that ship a tokenizer: their tokenizer's padded batch through generate(). ChatGLM-3's
+# repo has its own; Qwen-1's ships a slow tokenizer that adds no special tokens, the shape 5.0-5.1 gave [CLS]/[SEP]
+# of None ids (remote-code-tokenizer-special-tokens, missed by the recall on 5.0.0 until this family had one).
+_TOKENIZER_FAMILIES = {"chatglm3": legacy_models.check_family_tokenizer,
+                       "qwen": legacy_models.check_family_plain_tokenizer}
 
 
 @_tokenizer_scenario("remote-tokenizer-batch", kind="remote-code")
 def remote_tokenizer_batch(s: Any) -> dict:
     if s.family not in _TOKENIZER_FAMILIES:
         raise ProbeSkipped(f"{s.family}: the tiny repo ships no tokenizer")
-    figures = legacy_models.check_family_tokenizer(s.family)
+    figures = _TOKENIZER_FAMILIES[s.family](s.family)
     return {k: v for k, v in figures.items() if k != "rows"}
