@@ -248,6 +248,12 @@ def compare(upstream: Observation, ours: Observation) -> tuple[str, str]:
     return WORSE, f"upstream {_describe(u)}; with hf_genfix {_describe(o)}"
 
 
+def loud_alike(upstream: BaseException, ours: BaseException) -> bool:
+    """Whether two exceptions of one call are the same loud failure for ``compare``: one type, or each raised inside
+    transformers' own code (hf_genfix took the call past upstream's failure to another of upstream's)."""
+    return type(upstream) is type(ours) or (_in_transformers(_where(upstream)) and _in_transformers(_where(ours)))
+
+
 def _in_transformers(where: str) -> bool:
     """Whether an exception's innermost frame (``file:line``) is transformers' code, not hf_genfix's or a test's."""
     path = where.replace("\\", "/")
