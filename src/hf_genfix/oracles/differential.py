@@ -285,15 +285,23 @@ def oracle_distances(ours: Observation, upstream: Observation) -> tuple[float, f
     return o, u
 
 
+def answered_where_upstream_raised(upstream: Observation, ours: Observation) -> list[str]:
+    """The sub-calls of a scenario that lists the loud ones and goes on (its ``caches`` figure: the implementations
+    that ran) that ran with hf_genfix only, where upstream's run listed them as raising; [] otherwise."""
+    ran = [set(filter(None, str(run.figures.get("caches", "")).split(", "))) for run in (upstream, ours)]
+    extra = sorted(ran[1] - ran[0])
+    if not extra or not ran[0] <= ran[1]:
+        return []
+    listed = str(upstream.figures.get("unsupported", ""))
+    return extra if all(name in listed for name in extra) else []
+
+
 def _runs_what_upstream_raises_on(upstream: Observation, ours: Observation) -> str:
     """The sub-calls (a scenario's ``caches`` figure: the implementations that ran) that ran with hf_genfix only,
     where upstream's run listed them as raising, and only when every output upstream recorded is bitwise one of
     ours, in order; "" otherwise."""
-    ran = [set(filter(None, str(run.figures.get("caches", "")).split(", "))) for run in (upstream, ours)]
-    extra = sorted(ran[1] - ran[0])
-    if not extra or not ran[0] <= ran[1]:
-        return ""
-    if not all(name in str(upstream.figures.get("unsupported", "")) for name in extra):
+    extra = answered_where_upstream_raised(upstream, ours)
+    if not extra:
         return ""
     mine = iter(ours.outputs)
     if not all(any(not difference([theirs], [candidate]) for candidate in mine) for theirs in upstream.outputs):

@@ -1334,9 +1334,15 @@ def _rounding(registry: Any, func: Scenario, subject: Subject, pair: dict[str, A
     # A move of at most ROUNDING_LIMIT, or any move that leaves hf_genfix nearer the oracle than upstream (both pass:
     # upstream's distance is then float error of the path the patch replaces; Falcon-H1's assisted decoding on
     # 5.25.0, 1.1e-05 upstream against 1.2e-06 with decoding-assisted-recurrent-history).
-    moved = differential.largest_difference(u.outputs, o.outputs)
-    if moved > differential.ROUNDING_LIMIT and not _nearer(o, u, moved):
-        return None
+    answered = differential.answered_where_upstream_raised(u, o)
+    if not answered:
+        moved = differential.largest_difference(u.outputs, o.outputs)
+        if moved > differential.ROUNDING_LIMIT and not _nearer(o, u, moved):
+            return None
+    # else: a scenario of several calls ran some that upstream raises on (both pass the oracle, every call of ours
+    # included): the outputs cannot be paired, and the patch found below must leave exactly upstream's when off
+    # (5.8.1's Gemma-4, chunked prefill into each cache: sliding-window-kv-shared-zero gives StaticCache the layers
+    # whose absence is upstream's IndexError, and moves the hybrid run by its documented rounding).
     for status in registry.status():
         if status.state not in INSTALLED:
             continue
@@ -1347,8 +1353,9 @@ def _rounding(registry: Any, func: Scenario, subject: Subject, pair: dict[str, A
         with registry.disabled(status.id):
             without = observe(func, subject)
         if without.outcome == differential.PASS and not differential.difference(u.outputs, without.outputs):
+            also = f"; it answers right where upstream raises ({', '.join(answered)})" if answered else ""
             return differential.ROUNDING, (f"{pair['detail']}; bitwise upstream's with {status.id} off, which "
-                                           f"cannot be bitwise: {reason}")
+                                           f"cannot be bitwise: {reason}{also}")
     return None
 
 
