@@ -112,6 +112,15 @@ def write_plain_tokenizer(directory: str | Path) -> Path:
 def check_plain_remote_tokenizer() -> dict[str, Any]:
     """A remote tokenizer that adds no special tokens (Qwen-1's shape, ``write_plain_tokenizer``) encodes as its authors
     meant: each text's ids are its own tokens' ids, and a batch is those rows padded on the left with its pad id."""
+    with remote_repo("plain") as path:
+        rows, _, _, _ = _plain_batch(write_plain_tokenizer(path), "a remote tokenizer that adds no special tokens")
+        return {"rows": rows}
+
+
+def _plain_batch(repo: Path, what: str) -> tuple[list[list[int]], Any, Any, Any]:
+    """(rows, ids, mask, tokenizer): the tokenizer of ``repo`` (``write_plain_tokenizer``'s shape) loaded remotely,
+    two texts encoded alone and as a padded batch; a ``DefectObserved`` unless each text is its own tokens and the
+    batch is those rows padded on the left (``ids``, ``mask``: that batch as tensors)."""
     from transformers import AutoTokenizer
 
     from .decode import UPSTREAM_ERRORS, defect_on_error
@@ -119,21 +128,18 @@ def check_plain_remote_tokenizer() -> dict[str, Any]:
     from .outcome import DefectObserved
 
     texts = ["hi there", "hello world again"]
-    with remote_repo("plain") as path:
-        repo = write_plain_tokenizer(path)
-        what = "a remote tokenizer that adds no special tokens"
-        with defect_on_error(what, UPSTREAM_ERRORS):
-            tokenizer = AutoTokenizer.from_pretrained(str(repo), trust_remote_code=True)
-            rows = [tokenizer(text)["input_ids"] for text in texts]
-            batch = tokenizer(texts, padding=True)
-        expected_rows = [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text)) for text in texts]
-        if rows != expected_rows:
-            raise DefectObserved(f"{what}: encodes {rows}, its tokens are {expected_rows}")
-        ids, mask = left_pad(rows, pad_id=tokenizer.pad_token_id, device="cpu")
-        for key, expected in (("input_ids", ids), ("attention_mask", mask)):
-            if batch[key] != expected.tolist():
-                raise DefectObserved(f"{what}: padded batch {key} {batch[key]}, expected {expected.tolist()}")
-        return {"rows": rows}
+    with defect_on_error(what, UPSTREAM_ERRORS):
+        tokenizer = AutoTokenizer.from_pretrained(str(repo), trust_remote_code=True)
+        rows = [tokenizer(text)["input_ids"] for text in texts]
+        batch = tokenizer(texts, padding=True)
+    expected_rows = [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text)) for text in texts]
+    if rows != expected_rows:
+        raise DefectObserved(f"{what}: encodes {rows}, its tokens are {expected_rows}")
+    ids, mask = left_pad(rows, pad_id=tokenizer.pad_token_id, device="cpu")
+    for key, expected in (("input_ids", ids), ("attention_mask", mask)):
+        if batch[key] != expected.tolist():
+            raise DefectObserved(f"{what}: padded batch {key} {batch[key]}, expected {expected.tolist()}")
+    return rows, ids, mask, tokenizer
 
 
 def write_moe_repo(directory: str | Path) -> Path:
@@ -470,34 +476,18 @@ def check_family_stream(family: str, max_new_tokens: int = 4) -> dict[str, Any]:
 def check_family_plain_tokenizer(family: str, max_new_tokens: int = 4) -> dict[str, Any]:
     """Qwen-1's repos ship their tokenizer beside the model (``tokenization_qwen.py``: a slow tokenizer that adds no
     special tokens; ``write_plain_tokenizer``'s shape, written into the family's repo): each text encodes as its own
-    tokens, a padded batch is those rows padded on the left, and ``generate()`` from that batch equals the no-cache
-    reference of each unpadded row."""
-    from transformers import AutoTokenizer
+    tokens, a padded batch is those rows padded on the left (``_plain_batch``), and ``generate()`` from that batch
+    equals the no-cache reference of each unpadded row."""
+    from .decode import defect_on_error
+    from .generation import check_rows_against_reference, generate_steps
 
-    from .decode import UPSTREAM_ERRORS, defect_on_error
-    from .generation import check_rows_against_reference, generate_steps, left_pad
-    from .outcome import DefectObserved
-
-    texts = ["hi there", "hello world again"]
     with _family_repo(family) as repo:
         write_plain_tokenizer(repo)
         model = _loaded(family, repo)
-        what = f"{family}: its remote tokenizer"
-        with defect_on_error(what, UPSTREAM_ERRORS):
-            tokenizer = AutoTokenizer.from_pretrained(str(repo), trust_remote_code=True)
-            rows = [tokenizer(text)["input_ids"] for text in texts]
-            batch = tokenizer(texts, padding=True, return_tensors="pt")
-        expected = [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text)) for text in texts]
-        if rows != expected:
-            raise DefectObserved(f"{what}: encodes {rows}, its tokens are {expected}")
-        ids, mask = left_pad(rows, pad_id=tokenizer.pad_token_id, device="cpu")
-        for key, padded in (("input_ids", ids), ("attention_mask", mask)):
-            if batch[key].tolist() != padded.tolist():
-                raise DefectObserved(f"{what}: padded batch {key} {batch[key].tolist()}, expected {padded.tolist()}")
+        rows, ids, mask, tokenizer = _plain_batch(repo, f"{family}: its remote tokenizer")
         what = f"{family}: generate from its tokenizer's batch"
         with defect_on_error(what):
-            run = generate_steps(model, batch["input_ids"], batch["attention_mask"], max_new_tokens=max_new_tokens,
-                                 pad_token_id=tokenizer.pad_token_id)
+            run = generate_steps(model, ids, mask, max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id)
         figures = check_rows_against_reference(model, rows, run, what)
         return {**figures, "rows": rows}
 
