@@ -593,6 +593,22 @@ def assisted_4_tokens(s: Subject) -> dict:
                                         **sliding.drafting(s.small_copy, 4))
 
 
+@scenario("assistant-drafting", needs=("kv",))
+def assistant_drafting(s: Subject) -> dict:
+    """Drafting with the architecture's own kind of assistant, which reads the target's hidden states and keys
+    and values rather than running a cache of its own (Gemma-4's multi-token-prediction assistant, 5.12+):
+    by definition plain greedy's tokens. 5.18.0-5.19.0 raise TypeError on every such call (drafting-mtp-init);
+    ``assisted`` drafts with a model of the same type, which takes the generic path and never met it."""
+    if not type(s.model).__name__.startswith("Gemma4"):
+        # generate() also lets a Gemma-3n target pick that path, but Gemma-3n's outputs carry no shared keys and
+        # values: upstream's own ValueError on every release, no equivalence to check.
+        raise ProbeSkipped("no assistant of its own kind (only Gemma-4 targets have one)")
+    drafter = sliding.gemma4_drafter(s.model, window=WINDOW)
+    (row,) = s.rows(13, seed=4)
+    return sliding.check_same_as_greedy(s.model, row, 8, "drafting by a Gemma-4 assistant, 3-token drafts",
+                                        **sliding.drafting(drafter, 3))
+
+
 @scenario("prompt-lookup", needs=("kv",))
 def prompt_lookup(s: Subject) -> dict:
     (head,) = s.rows(6)
