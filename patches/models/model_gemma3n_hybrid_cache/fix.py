@@ -34,6 +34,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from hf_genfix.helpers.sliding_window import requested_cache, serve_cache
 from hf_genfix.toolkit import recorder, signature
 
 record = recorder(__name__)  # this patch's reports to hf_genfix.recording()
@@ -60,14 +61,10 @@ def _shares_keys(model: Any) -> bool:
 
 
 def _get_cache(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-    requested = args[0] if args else kwargs.get("cache_implementation")
-    if requested == "hybrid" and _shares_keys(instance):
+    if requested_cache(args, kwargs) == "hybrid" and _shares_keys(instance):
         if record.on:
             record.changed("cache_implementation 'hybrid' served as 'static' (Gemma-3n's KV-sharing layers)")
-        if args:
-            args = ("static",) + tuple(args[1:])
-        else:
-            kwargs = dict(kwargs, cache_implementation="static")
+        args, kwargs = serve_cache(args, kwargs, "static")
     return wrapped(*args, **kwargs)
 
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 from hf_genfix._patches.sliding_window.shared.layout import layers_that_slide
+from hf_genfix.helpers.sliding_window import requested_cache, serve_cache
 from hf_genfix.toolkit import recorder
 
 record = recorder(__name__)  # this patch's reports to hf_genfix.recording()
@@ -47,17 +48,13 @@ def install(patcher: Any) -> None:
 
 
 def _get_cache(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-    requested = args[0] if args else kwargs.get("cache_implementation")
+    requested = requested_cache(args, kwargs)
     if requested == "sliding_window":
         served = _serve_as(instance)
         if served != requested:
             if record.on:
-                record.changed("cache_implementation %r served as %r",
-                                requested, served)
-            if args:
-                args = (served,) + tuple(args[1:])
-            else:
-                kwargs = dict(kwargs, cache_implementation=served)
+                record.changed("cache_implementation %r served as %r", requested, served)
+            args, kwargs = serve_cache(args, kwargs, served)
     return wrapped(*args, **kwargs)
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from hf_genfix._patches.sliding_window.shared.layout import layers_that_slide
+from hf_genfix.helpers.sliding_window import requested_cache, serve_cache
 from hf_genfix.toolkit import recorder
 
 GET_CACHE = "transformers.generation.utils:GenerationMixin._get_cache"
@@ -40,15 +41,13 @@ def install(patcher: Any) -> None:
 
 
 def _get_cache(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-    requested = args[0] if args else kwargs.get("cache_implementation")
-    if requested != "hybrid" or _pattern_fits(instance):
+    if requested_cache(args, kwargs) != "hybrid" or _pattern_fits(instance):
         return wrapped(*args, **kwargs)
     if record.on:
         record.changed("cache_implementation 'hybrid' served as 'static' (the model's layers are not laid out as "
                        "HybridCache's pattern)")
-    if args:
-        return wrapped("static", *args[1:], **kwargs)
-    return wrapped(*args, **dict(kwargs, cache_implementation="static"))
+    args, kwargs = serve_cache(args, kwargs, "static")
+    return wrapped(*args, **kwargs)
 
 
 def _pattern_fits(model: Any) -> bool:

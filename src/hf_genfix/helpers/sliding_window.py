@@ -43,6 +43,19 @@ def text_config(config: Any) -> Any:
         return get()
 
 
+def requested_cache(args: tuple, kwargs: dict) -> Any:
+    """The ``cache_implementation`` a call of ``GenerationMixin._get_cache`` asks for (its first argument)."""
+    return args[0] if args else kwargs.get("cache_implementation")
+
+
+def serve_cache(args: tuple, kwargs: dict, served: str) -> tuple[tuple, dict]:
+    """The arguments of a ``GenerationMixin._get_cache`` call with ``served`` in place of the name asked for (the
+    patches that serve one cache implementation as another: the caller's other arguments untouched)."""
+    if args:
+        return (served,) + tuple(args[1:]), kwargs
+    return args, dict(kwargs, cache_implementation=served)
+
+
 @dataclass(frozen=True)
 class SlidingWindowPolicy:
     """What a sliding layer of window ``window`` may see, how many keys it must hold, and its mask."""
