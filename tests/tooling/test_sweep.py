@@ -326,7 +326,8 @@ def test_new_scenarios_pass_on_llama_without_hf_genfix(make_registry):
     import transformers
     from packaging.version import Version
 
-    names = ["unpadded-batch", "assisted-4-tokens", "chunk-after-cache", "left-padded-chunked-prefill"]
+    names = ["unpadded-batch", "assisted-4-tokens", "chunk-after-cache", "left-padded-chunked-prefill",
+             "left-padded-cache-implementations"]
     with hf_genfix.disabled():
         out = sweep.run_sweep(make_registry("fixed-here"), archs=["llama"], scenarios=names)
     verdicts = {k: v["verdict"] for k, v in out["architectures"]["llama"]["scenarios"].items()}
@@ -336,7 +337,8 @@ def test_new_scenarios_pass_on_llama_without_hf_genfix(make_registry):
     elif release < Version("5.3"):  # huggingface/transformers#43082: chunk positions ignore the padding
         assert verdicts.pop("left-padded-chunked-prefill") in ("unknown", "known")
     if Version("5.15") <= release < Version("5.16"):  # the drafter's cache is cropped wrong (drafting-cache-crop)
-        assert verdicts.pop("assisted-4-tokens") in ("unknown", "known")
+        # wrong tokens, or the crash it leads to ("upstream-error": this test registry has no patch to name)
+        assert verdicts.pop("assisted-4-tokens") in ("unknown", "known", "upstream-error")
     assert set(verdicts.values()) == {"pass"}, verdicts
 
 

@@ -342,8 +342,38 @@ def chunked_prefill_cache_implementations(s: Subject) -> dict:
                                 "prefill_chunk_size=5, cache_implementation={}")
 
 
+# A left-padded batch into each pre-allocated cache: batch ≡ rows whatever the cache. The static-cache scenario
+# runs one row and cache-implementations two of the same length, so a pre-allocated cache never met padding there.
+PADDED_CACHES = ("static", "sliding_window", "hybrid")
+
+
+@scenario("left-padded-cache-implementations", needs=("kv", "padding"))
+def left_padded_cache_implementations(s: Subject) -> dict:
+    """Rows of 7, 3 and 10 tokens, left-padded, into each pre-allocated cache implementation: every step as the
+    no-cache forward of the row alone (the padding id is suppressed on both sides, as in ``left-padded``)."""
+    from .core import _SUPPRESSED
+
+    rows = s.rows(7, 3, 10, seed=16)
+    ids, mask = left_pad(rows)
+
+    def generate(name: str) -> Any:
+        run = generate_steps(s.model, ids, mask, max_new_tokens=5, cache_implementation=name, suppress_tokens=[0],
+                             pad_token_id=0, eos_token_id=None)
+        for logits in run.step_logits:
+            logits[:, 0] = _SUPPRESSED
+        return run
+
+    def reference(b: int, tokens: list[int]) -> Any:
+        ref = reference_logits(s.model, tokens).clone()
+        ref[:, 0] = _SUPPRESSED
+        return ref
+
+    return _each_implementation(s, pick(PADDED_CACHES, 2), generate, rows,
+                                "left-padded batch, cache_implementation={}", reference=reference)
+
+
 def _each_implementation(s: Subject, names: list[str], generate: Callable[[str], Any], rows: list[list[int]],
-                         what: str) -> dict:
+                         what: str, reference: Callable[[int, list[int]], Any] | None = None) -> dict:
     """``generate(name)`` for each implementation in ``names``, every step as the no-cache forward of ``rows``.
     Silently wrong anywhere: the finding (``DefectObserved``); else a crash of one that upstream does not share: that
     exception; else the worst figure of those that ran (``ProbeSkipped`` when none did)."""
@@ -369,7 +399,8 @@ def _each_implementation(s: Subject, names: list[str], generate: Callable[[str],
             wrong.append(f"{name}: {type(exc).__name__}: {_short(exc)}")
             continue
         try:
-            figures = check_rows_against_reference(s.model, rows, run, what.format(name), eos_token_id=[])
+            figures = check_rows_against_reference(s.model, rows, run, what.format(name), eos_token_id=[],
+                                                   reference=reference)
         except DefectObserved as exc:
             wrong.append(exc.message)
             first_defect = first_defect or exc.figures
