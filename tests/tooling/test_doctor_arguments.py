@@ -100,6 +100,8 @@ ARGUMENTS = {
     "unknown scenario": (["--sweep", "--scenario", "cahced"], "no scenario cahced (did you mean cached?)"),
     "unknown model type": (["--sweep", "--arch", "lama"], "has no model type lama"),
     "unknown option": (["--outptu", "x.json"], "unrecognized arguments: --outptu"),
+    "attention kernel alone": (["--attn", "sdpa"], "--attn goes with --sweep"),
+    "unknown attention kernel": (["--sweep", "--attn", "flash"], "invalid choice: 'flash'"),
 }
 
 

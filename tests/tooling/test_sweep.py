@@ -8,6 +8,8 @@ decoder takes no position ids).
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 pytest.importorskip("torch")
@@ -368,6 +370,31 @@ def test_assistant_drafting_runs_on_gemma4_targets_only(make_registry):
         assert gemma4["verdict"] in ("unknown", "known", "upstream-error") and "TypeError" in gemma4["message"]
     else:
         assert gemma4["verdict"] == "pass" and gemma4["max_logit_diff"] <= 1e-4, gemma4
+
+
+def test_the_sweep_runs_with_sdpa_and_a_model_without_it_runs_eager(make_registry, capsys):
+    """``doctor --sweep --attn sdpa``: the decoder-only models take SDPA (what from_pretrained gives users by
+    default); one whose release has no SDPA for it is built eager instead of left out, as transformers falls back.
+    The eager sweep compares the same kernels on both sides of the oracle; this one the kernel users run."""
+    from hf_genfix import doctor
+    from hf_genfix.oracles.precision import precision
+
+    with precision(attn="sdpa"):
+        llama = sweep.Subject("llama")
+        assert llama.model.config._attn_implementation == "sdpa"
+        for model_type in ("rwkv", "openai-gpt", "xglm", "gpt_neo"):  # those that have had no SDPA
+            try:
+                other = sweep.build(model_type)
+            except sweep.ProbeSkipped as exc:
+                assert "attention implementation" not in str(exc), exc
+                continue
+            assert other.config._attn_implementation in ("sdpa", "eager")
+    code = doctor.main(["--sweep", "--attn", "sdpa", "--arch", "llama", "--scenario", "left-padded", "--json"],
+                       registry=make_registry("fixed-here"))
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["sweep"]["attn"] == "sdpa"
+    assert report["sweep"]["architectures"]["llama"]["scenarios"]["left-padded"]["verdict"] == "pass"
+    assert "with sdpa attention" in sweep.render_text(report["sweep"])
 
 
 def test_a_switched_off_patch_explains_the_scenario_its_manifest_claims():

@@ -114,6 +114,8 @@ def known_defects(report: dict[str, Any]) -> list[str]:
 
 
 def _main(args: argparse.Namespace, registry: Any, setting: Any) -> int:
+    from ..oracles.precision import precision
+
     with run.one_torch_thread():
         report = run.diagnose(registry, only=args.patch)
     report["dtype"], report["device"] = setting.dtype, setting.device
@@ -123,12 +125,14 @@ def _main(args: argparse.Namespace, registry: Any, setting: Any) -> int:
 
         # Model code that prints (4.x CTRL and Reformer: "Warning: attention_mask is not a recognized input." on
         # every prepare_inputs_for_generation call) goes to stderr with the progress, not into the report.
-        with quiet_logs(), quiet_progress(), contextlib.redirect_stdout(sys.stderr):
+        with quiet_logs(), quiet_progress(), contextlib.redirect_stdout(sys.stderr), \
+                precision(attn=args.attn or "eager") as swept:
             report["sweep"] = sweep_mod.run_sweep(
                 registry, archs=args.arch or None, scenarios=args.scenario or None, budget_s=args.sweep_budget,
                 differential_all=args.differential, progress=None if args.quiet else sweep_mod.stderr_progress,
                 quick=args.quick, recall=known_defects(report) if args.recall else None,
             )
+        report["sweep"]["attn"] = swept.attn
         if sweep_mod.failed(report["sweep"]):
             exit_code = EXIT_FAILING
     failed_write = None

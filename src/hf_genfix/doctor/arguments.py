@@ -76,6 +76,10 @@ def unknown_patches(only: Sequence[str], registry: Any = None) -> str | None:
     return f"--patch: no patch has the id {', '.join(hints)}; `hf-genfix list` prints every id"
 
 
+# The kernels a sweep can be run with: the CPU's two (flash attention needs a GPU and its own package).
+ATTN_KERNELS = ("eager", "sdpa")
+
+
 def sweep_problem(archs: Sequence[str], scenarios: Sequence[str]) -> str | None:
     """The ``--arch`` / ``--scenario`` names the sweep does not know on this release, or None."""
     import importlib.util
@@ -173,6 +177,10 @@ def parser() -> argparse.ArgumentParser:
                         help="with --sweep: a fixed sample of the architectures and combinations (a couple of "
                              "minutes); the matrix run covers them all")
     parser.add_argument("--quiet", action="store_true", help="with --sweep: no progress lines on stderr")
+    parser.add_argument("--attn", choices=ATTN_KERNELS, default=None,
+                        help="with --sweep: the attention kernel of the sweep's decoder-only models (default eager; "
+                             "sdpa is what from_pretrained picks by default; a model without it runs eager, as "
+                             "transformers falls back)")
     parser.add_argument("--dtype", default="float32", metavar="DTYPE",
                         help=f"build the probes' models in DTYPE: {', '.join(DTYPES)} (default float32); logits "
                              "are compared within that dtype's tolerance (docs/precision.md)")
@@ -189,7 +197,8 @@ def check(parser: argparse.ArgumentParser, args: argparse.Namespace, registry: A
     sweep_only = [flag for flag, given in (("--differential", args.differential), ("--quick", args.quick),
                                            ("--arch", args.arch), ("--scenario", args.scenario),
                                            ("--sweep-budget", args.sweep_budget is not None),
-                                           ("--recall", args.recall)) if given]
+                                           ("--recall", args.recall), ("--attn", args.attn is not None))
+                  if given]
     if sweep_only and not args.sweep:
         parser.error(f"{', '.join(sweep_only)} go{'es' if len(sweep_only) == 1 else ''} with --sweep")
     from ..oracles.precision import dtype_name

@@ -452,6 +452,14 @@ def build(model_type: str, seed: int = 0, **overrides: Any) -> Any:
                 return sum(p.numel() for p in AutoModelForCausalLM.from_config(config).parameters())
         except ProbeSkipped:
             raise
+        except ValueError as exc:
+            if "attn_implementation" in overrides or getattr(config, "_attn_implementation", "eager") == "eager" \
+                    or "attention implementation" not in str(exc):
+                raise ProbeSkipped(f"cannot build from a tiny config: ValueError: {_short(exc)}") from exc
+            # A sweep run with another kernel (doctor --attn sdpa) and a model that lacks it: eager, as
+            # transformers itself falls back when the caller names no kernel.
+            config._attn_implementation = "eager"
+            return count(config)
         except Exception as exc:  # noqa: BLE001 - a config the tiny defaults do not satisfy
             raise ProbeSkipped(f"cannot build from a tiny config: {type(exc).__name__}: {_short(exc)}") from exc
 
@@ -1416,6 +1424,8 @@ def render_text(sweep: dict[str, Any]) -> str:
         f"sweep: {len(archs)} architectures x {len(sweep['scenarios'])} scenarios ({ran} runs) in "
         f"{sweep['seconds']:.1f} s; {len(sweep['not_buildable'])} model types not buildable tiny"
         + (f"; {len(sweep['not_reached'])} not reached within the sweep budget" if sweep["not_reached"] else "")
+        + (f"; decoder-only models with {sweep['attn']} attention (eager where they lack it)"
+           if sweep.get("attn", "eager") != "eager" else "")
     ]
     if len(sweep.get("kinds", {})) > 1:
         lines.append("  by kind: " + "; ".join(f"{k} {len(v['architectures'])} architectures x "
