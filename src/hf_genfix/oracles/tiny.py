@@ -85,14 +85,14 @@ _PER_TYPE: dict[str, dict[str, Any]] = {
     # The same latent attention (4 of 2 heads: "tensor a (4) must match b (8)"); V3.2 and AXK1 route as V3 (8 groups of
     # 1 expert: "selected index k out of range"). LongCat-Flash sizes its RoPE by head_dim (64), not qk_rope_head_dim
     # (the sweep's 8).
-    # V3.2's sparse indexer keeps its default top-k (2048: every token here), so its selection is not exercised by
-    # the sweep. With 4 (session 27) the selection fell on ties and no-cache forwards were not causal. Session 29
+    # V3.2's sparse indexer keeps its default top-k (2048: every token here) in this default layout; its selection
+    # runs in the layout "deepseek_v32@selection" (LAYOUTS, below: session 31). With 4 (session 27) the selection fell on ties and no-cache forwards were not causal. Session 29
     # (5.25.0, top-k 4, every scenario with the differential): causal-prefix holds (2.6e-06), every scenario but
     # one passes bitwise upstream's, and second-turn is 0.29 off both ways. Its cause is the tiny model, not a
     # cache: the first turn generates token 0, whose embedding row (padding_idx) is zero, so that query's index
     # scores are exactly 0 over every key and top-k picks among ties, differently in a decoding step and in the
     # no-cache forward (with ties broken by position, the scenario passes). A top-k below the prompt wants a tiny
-    # model whose generated tokens never have a zero embedding.
+    # model whose generated tokens never have a zero embedding: the layout has no padding_idx.
     "deepseek_v32": dict(num_key_value_heads=4, n_group=2, topk_group=1),
     "glm4_moe_lite": dict(num_key_value_heads=4),
     "glm_moe_dsa": dict(num_key_value_heads=4),
@@ -163,6 +163,11 @@ LAYOUTS: dict[str, tuple[str, dict[str, Any]]] = {
     # (linear + full attention: local_layer_ids=[]) keep a static cache of another class, whose query offset 5.14+
     # read wrong (model-inkling-static-query-offset): recall missed it on 5.14.1 until the sweep built this layout.
     "inkling_text@hybrid": ("inkling_text", dict(local_layer_ids=[])),
+    # DeepSeek-V3.2's sparse indexer with a top-k below the prompts (4 of 7-19 tokens), so that its selection runs.
+    # No padding_idx: token 0's zero embedding row gave a query index scores of exactly 0 over every key, and top-k
+    # then picked among ties, differently in a decoding step and in the no-cache forward (session 29); the padded
+    # scenarios mask their pads, whatever the pad's embedding.
+    "deepseek_v32@selection": ("deepseek_v32", dict(index_topk=4, pad_token_id=None)),
 }
 
 
