@@ -168,6 +168,7 @@ LAYOUTS: dict[str, tuple[str, dict[str, Any]]] = {
     # then picked among ties, differently in a decoding step and in the no-cache forward (session 29); the padded
     # scenarios mask their pads, whatever the pad's embedding.
     "deepseek_v32@selection": ("deepseek_v32", dict(index_topk=4, pad_token_id=None)),
+    "glm_moe_dsa@selection": ("glm_moe_dsa", dict(index_topk=4, pad_token_id=None)),
 }
 
 
