@@ -40,5 +40,7 @@ def test_only_remote_configurations_get_the_served_getattr():
     if not out["serving"]:
         pytest.skip("no patch serves configuration attributes on this release")
     assert out["builtin"] == dict.fromkeys(out["builtin"], False)
-    assert out["remote"] and out["layers"] == 2
+    assert out["remote"]
+    if "remote-code-num-hidden-layers" in out["serving"]:  # not needed on 5.0.0: no num_hidden_layers served there
+        assert out["layers"] == 2
     assert not out["remote_after_revert"]

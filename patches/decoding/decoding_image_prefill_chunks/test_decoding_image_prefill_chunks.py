@@ -57,9 +57,24 @@ def wrong_upstream(request, applied):
 
 
 def _chunked(subject):
+    return _unless_refused(SCENARIOS["image-prefill-chunks-padded"], subject)
+
+
+def _unless_refused(call, *args, **kwargs):
+    """``call(*args)``; a skip where it raises ValueError and so does upstream (every patch off), the same words:
+    5.0.0 refuses these chunked prefills ("Cannot use prefill chunking without a cache"), where the probe is n/a."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return SCENARIOS["image-prefill-chunks-padded"](subject)
+        try:
+            return call(*args, **kwargs)
+        except ValueError as exc:
+            with hf_genfix.disabled():
+                try:
+                    call(*args, **kwargs)
+                except ValueError as upstream:
+                    if str(upstream) == str(exc):
+                        pytest.skip(f"this release refuses it, with or without hf_genfix: {exc}")
+            raise
 
 
 def test_chunked_prefill_of_an_image_prompt_is_one_pass(wrong_upstream):
@@ -100,9 +115,7 @@ def test_a_prompt_given_as_embeddings_is_one_pass(applied):
 
 
 def _chunked_embeds(subject):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return SCENARIOS["inputs-embeds-prefill-chunks"](subject)
+    return _unless_refused(SCENARIOS["inputs-embeds-prefill-chunks"], subject)
 
 
 @pytest.mark.parametrize("model_type", ["llava", "mllama"])
@@ -123,7 +136,7 @@ def test_where_upstream_chunks_right_it_is_bitwise_upstream(model_type, applied)
 def test_a_prompt_within_one_chunk_is_bitwise_upstream(applied):
     subject = _subject("gemma3")
     prompts, images = imagetext._rows(subject, (6, 3), seed=30)
-    assert_image_upstream_bitwise(subject, applied, prompts, images, prefill_chunk_size=64)
+    _unless_refused(assert_image_upstream_bitwise, subject, applied, prompts, images, prefill_chunk_size=64)
 
 
 def _version() -> tuple[int, int]:
