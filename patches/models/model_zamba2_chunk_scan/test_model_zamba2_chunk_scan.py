@@ -127,6 +127,8 @@ def test_a_left_padded_batch_prefilled_in_chunks_matches_each_row():
     _skip_unless_applied()
     subject = sweep.Subject("zamba2")
     ours = sweep.observe(sweep.SCENARIOS["left-padded-chunked-prefill"], subject)
+    if ours.outcome == "skipped":  # before 4.51 generate() has no prefill_chunk_size
+        pytest.skip(ours.message)
     if ours.outcome == "raised":
         # 4.x refuses chunked prefill without a cache in words; 5.13-5.14 fail on a shape: loud upstream too, and
         # the same exception with every patch off (never turned into a silently wrong answer, nor into a new error)
