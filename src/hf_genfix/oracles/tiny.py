@@ -86,7 +86,8 @@ _PER_TYPE: dict[str, dict[str, Any]] = {
     # 1 expert: "selected index k out of range"). LongCat-Flash sizes its RoPE by head_dim (64), not qk_rope_head_dim
     # (the sweep's 8).
     # V3.2's sparse indexer keeps its default top-k (2048: every token here) in this default layout; its selection
-    # runs in the layout "deepseek_v32@selection" (LAYOUTS, below: session 31). With 4 (session 27) the selection fell on ties and no-cache forwards were not causal. Session 29
+    # runs in the layout "deepseek_v32@selection" (LAYOUTS, below: session 31). With 4 (session 27) the selection
+    # fell on ties and no-cache forwards were not causal. Session 29
     # (5.25.0, top-k 4, every scenario with the differential): causal-prefix holds (2.6e-06), every scenario but
     # one passes bitwise upstream's, and second-turn is 0.29 off both ways. Its cause is the tiny model, not a
     # cache: the first turn generates token 0, whose embedding row (padding_idx) is zero, so that query's index
