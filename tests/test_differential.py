@@ -95,6 +95,35 @@ def test_compare(upstream, ours, verdict):
     assert compare(_obs(*upstream), _obs(*ours))[0] == verdict
 
 
+def _rows(outcome, logits, row=None):
+    import torch
+
+    from hf_genfix.oracles.differential import Observation
+
+    figures = {} if row is None else {"row": row}
+    return Observation(outcome, f"row {row}", None, figures,
+                       outputs=[{"call": "generate", "logits": (torch.tensor(logits),)}])
+
+
+NAN = float("nan")
+
+
+@pytest.mark.parametrize("upstream, ours, verdict", [
+    # NaN where upstream has NaN is upstream's output (torch.equal says NaN != NaN): 4.53.0's Gemma-3n batch
+    (("wrong", [[1.0, 2.0], [NAN, NAN]], 0), ("wrong", [[1.0, 2.0], [NAN, NAN]], 1), "unchanged"),
+    (("pass", [[1.0, NAN]]), ("pass", [[1.0, NAN]]), "identical"),
+    # hf_genfix changes row 0 only (its first wrong row is 1): that row passes, the rest is upstream's
+    (("wrong", [[1.0, 2.0], [NAN, 5.0]], 0), ("wrong", [[1.5, 2.0], [NAN, 5.0]], 1), "unchanged"),
+    # ... but a change in a row it gets wrong, or one the oracle never reached, is another wrong answer
+    (("wrong", [[1.0, 2.0], [NAN, 5.0]], 0), ("wrong", [[1.5, 2.0], [NAN, 6.0]], 1), "worse"),
+    (("wrong", [[1.0, 2.0], [3.0, 5.0]], 0), ("wrong", [[1.5, 2.0], [3.0, 5.0]], 0), "worse"),
+])
+def test_rows_left_as_upstreams(upstream, ours, verdict):
+    from hf_genfix.oracles.differential import compare
+
+    assert compare(_rows(*upstream), _rows(*ours))[0] == verdict
+
+
 @pytest.mark.parametrize("upstream_diff, ours_diff, verdict", [
     (6.8e-5, 5e-9, "corrected"),  # 4.57.6 cohere: upstream off by 6.8e-5 under the tolerance, hf_genfix by noise
     (1.8e-6, 1.5e-8, "corrected"),  # 4.57.6 modernbert-decoder

@@ -797,6 +797,12 @@ def explain(registry: Any, func: Scenario, subject: Subject, out: dict[str, Any]
     # installed does not reach this architecture, and the defect is still the catalog's.
     untouched = pair is None or pair["verdict"] in (differential.UNCHANGED, differential.SAME_EXCEPTION)
     claims = _claims(registry, name, subject.model_type, transformers_version())
+    record = open_finding(name, subject.model_type, transformers_version())
+    if untouched and record is not None and out["outcome"] != UNSUPPORTED:
+        # Upstream's output, and a record on file for this scenario, model type and release: it names the defect
+        # more precisely than a patch that claims the scenario and leaves the call as upstream has it (4.53.0's
+        # Gemma-3n NaN row, which model-gemma3n-uncached-kv-sharing's claim on unpadded-batch does not explain).
+        return {"verdict": OPEN, "explained_by": None, "cause": f"open finding: {record['what']}"}
     if out.get("error"):
         # A refusal in words is raised by the patch whose fix defines that exception: named first, before any other
         # patch that claims the scenario (two patches wrap assisted decoding: the refusal is the one that raised).
@@ -876,7 +882,6 @@ def explain(registry: Any, func: Scenario, subject: Subject, out: dict[str, Any]
         return {"verdict": LOUD, "explained_by": None,
                 "cause": "upstream raises it too, " + (f"with every patch off: {pair['upstream'].message}" if pair
                                                         else "no patch is installed here")}
-    record = open_finding(name, subject.model_type, transformers_version())
     if record is not None and (pair is None or pair["verdict"] != differential.WORSE):
         return {"verdict": OPEN, "explained_by": None, "cause": f"open finding: {record['what']}"}
     cause = "unknown"
