@@ -123,3 +123,34 @@ def fake_world(tmp_path):
 
     (tmp_path / "genfix_fake_fix.py").write_text(FAKE_FIX)
     return World()
+
+
+# -- tests/sliding_window: upstream's own exceptions ---------------------------------------------------------------
+# The sliding-window tests judge hf_genfix, not the release: a test there that fails with an exception the same test
+# raises with every patch off, in the same words, met a loud upstream error (4.50's Gemma-2/3 static and hybrid caches:
+# "object of type 'HybridCache' has no len()", mask sizes), never a wrong answer of ours: a skip that says so. Their
+# own skip lists name the releases they know; this covers the matrix releases outside the suite (tox runs the tests
+# on the suite releases only). Here, not in a tests/sliding_window/conftest.py: a second module named conftest would
+# shadow this one for the tests that import its helpers (`from conftest import run_json`).
+_LOUD = (RuntimeError, TypeError, ValueError, IndexError, AttributeError, KeyError)
+_SLIDING = Path(__file__).resolve().parent / "sliding_window"  # not patches/sliding_window: a patch's own tests
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    outcome = yield
+    excinfo = outcome.excinfo
+    if excinfo is None or not issubclass(excinfo[0], _LOUD) or _SLIDING not in Path(str(item.path)).parents:
+        return
+    import hf_genfix
+
+    with hf_genfix.disabled():
+        try:
+            item.runtest()
+        except excinfo[0] as upstream:
+            if str(upstream) == str(excinfo[1]):
+                outcome.force_exception(pytest.skip.Exception(
+                    f"upstream raises it too, with every patch off: {excinfo[0].__name__}: "
+                    f"{str(upstream).splitlines()[0][:160] if str(upstream) else ''}"))
+        except Exception:  # noqa: BLE001 - upstream fails otherwise: the failure stands as it is
+            pass
