@@ -4,7 +4,7 @@ upstream does."""
 
 import pytest
 
-from hf_genfix.testing.patches import PatchTests
+from hf_genfix.testing.patches import PatchTests, assert_upstream_bitwise
 
 PID = "model-glm-moe-dsa-indexer-beam"
 
@@ -39,8 +39,7 @@ def test_without_the_patch_the_beams_part(require_applied):
 
 
 def test_another_models_cache_is_reordered_as_upstream(require_applied):
-    """A llama's beam search passes through the wrapped Cache.reorder_cache: nothing noted, upstream's tokens."""
-    import hf_genfix
+    """A llama's beam search passes through the wrapped Cache.reorder_cache: nothing noted, upstream's output."""
     import torch
     from hf_genfix.oracles import ProbeSkipped
     from hf_genfix.oracles.sweep import Subject
@@ -51,14 +50,7 @@ def test_another_models_cache_is_reordered_as_upstream(require_applied):
     except ProbeSkipped as exc:
         pytest.skip(str(exc))
     ids = torch.tensor(subject.rows(8, 8, seed=3))
-    common = dict(num_beams=3, max_new_tokens=6, do_sample=False, attention_mask=torch.ones_like(ids),
-                  output_scores=True, return_dict_in_generate=True, pad_token_id=0)
-    with torch.no_grad():
-        ours = subject.model.generate(ids, **common)
-        with hf_genfix.disabled():
-            theirs = subject.model.generate(ids, **common)
-    assert torch.equal(ours.sequences, theirs.sequences)
-    assert all(torch.equal(a, b) for a, b in zip(ours.scores, theirs.scores))
+    assert_upstream_bitwise(subject.model, PID, ids, num_beams=3, max_new_tokens=6, attention_mask=torch.ones_like(ids))
 
 
 class TestPatch(PatchTests):
