@@ -119,6 +119,10 @@ _PER_TYPE: dict[str, dict[str, Any]] = {
     "granitemoehybrid": dict(mamba_n_heads=8, mamba_d_head=8, layer_types=["mamba", "attention"]),
     "jamba": dict(use_mamba_kernels=False, attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2,
                   expert_layer_offset=1),
+    # JetMoE's head size is kv_channels (default 128), but 4.56.0 ropes hidden_size / heads (8 here): with the default
+    # the tiny model could not run a forward there, and recall missed model-jetmoe-static-cache on 4.56.0 (session
+    # 31). Its probe builds the same size.
+    "jetmoe": dict(kv_channels=8),
     "zamba2": dict(layers_block_type=["mamba", "hybrid"], mamba_headdim=8, n_mamba_heads=8, mamba_ngroups=1,
                    num_mem_blocks=1, time_step_min=0.05),
     # NemotronH: the same time-step floor for the same reason (model-nemotron-h-step-dt-limit, 5.15-5.24): at the
