@@ -478,7 +478,7 @@ def rows_that_differ(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> set[in
                     continue
                 if p.shape != q.shape or p.dtype != q.dtype:
                     return None
-                same = (p == q) | (torch.isnan(p) & torch.isnan(q)) if p.is_floating_point() else p == q
+                same = _same_values(p, q)
                 if bool(same.all()):
                     continue
                 if p.dim() == 0 or (batch is not None and p.shape[0] != batch):
@@ -513,6 +513,15 @@ def largest_difference(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> floa
     return largest
 
 
+def _same_values(p: Any, q: Any) -> Any:
+    """Elementwise equality of two tensors of one shape, NaN equal to NaN (a NaN the model gives both ways is the
+    same output)."""
+    import torch
+
+    same = p == q
+    return same | (torch.isnan(p) & torch.isnan(q)) if p.is_floating_point() else same
+
+
 def _tensor_difference(p: Any, q: Any) -> str:
     import torch
 
@@ -523,10 +532,10 @@ def _tensor_difference(p: Any, q: Any) -> str:
     if torch.equal(p, q):
         return ""
     if p.is_floating_point():
-        both_nan = torch.isnan(p) & torch.isnan(q)
-        if bool(((p == q) | both_nan).all()):
+        same = _same_values(p, q)
+        if bool(same.all()):
             return ""  # NaN where the other has NaN: the same output (torch.equal calls NaN unequal to itself)
-        return f"max |difference| {float((p.float() - q.float()).abs()[~both_nan].max()):.3g}"
+        return f"max |difference| {float((p.float() - q.float()).abs()[~same].max()):.3g}"
     return f"{int((p != q).sum())} of {p.numel()} values differ"
 
 
