@@ -17,9 +17,11 @@ Correction. The models family's ``mamba2_chunk_scan`` (Zamba2's and NemotronH's)
 prompt through upstream's own chunk path, the rest -- or every token after a cached state -- through upstream's own
 one-token path, one at a time, with the caller's ``Mamba2Cache`` or a private one (its one-token path is chosen by
 ``seqlen_offset``, set for the loop and restored). A left pad past the first chunk is upstream's: this mixer's
-one-token path does not mask a pad as its chunk path does. So is a batch of several rows: this release's one-token
-torch path broadcasts the gate of a batch against its own rows, so it cannot take one (its batched decoding is wrong
-upstream, on file in patches/open-findings.json).
+one-token path does not mask a pad as its chunk path does. This release's one-token torch path broadcasts the gate
+of a batch against its own rows, so it cannot take a batch: a batch without a cache (a plain forward, training and
+scoring code, generate(use_cache=False)) is scanned one row at a time, each row exactly as one row is (the rows of a
+forward without a cache are independent); a batch whose rows live in a cache stays upstream's (and one that continues
+a cached state is refused: model-mamba2-batch).
 """
 
 from __future__ import annotations
@@ -33,5 +35,5 @@ MODULE = "transformers.models.mamba2.modeling_mamba2"
 
 def install(patcher: Any) -> None:
     # 4.46-4.47's one-token torch path broadcasts a batch's gate against its own rows ([b, 1, n] x [b, n] -> [b, b, n]):
-    # split only a batch of one row; a batch stays upstream's (on file: its decoding is wrong on its own)
+    # a batch is split into rows where it has no cache, and is upstream's where it has one
     mamba2_chunk_scan.install(patcher, MODULE, "Mamba2Mixer", "Mamba2Cache", __name__, replay_pads=False, one_row=True)

@@ -46,7 +46,7 @@ class _Spec:
     hybrid_cache: str  # the name of its hybrid cache class, where a release has one
     record: Any  # the fix's recorder
     replay_pads: bool  # whether a left pad past the first chunk is replayed (the one-token path masks as the chunk path)
-    one_row: bool  # whether only a batch of one row is split (the one-token path cannot take more)
+    one_row: bool  # whether the one-token path takes one row only (a batch is split into rows where it has no cache)
 
 
 def install(patcher: Any, module: str, mixer: str, hybrid_cache: str, patch_module: str,
@@ -54,7 +54,8 @@ def install(patcher: Any, module: str, mixer: str, hybrid_cache: str, patch_modu
     """Wrap ``module:mixer.torch_forward``; ``hybrid_cache`` names the model's own cache class (used where the release
     has it); ``patch_module`` is the fix's ``__name__`` (its recorder); ``replay_pads=False``: a left pad past the
     first chunk is upstream's (a mixer whose one-token path does not mask as its chunk path does); ``one_row=True``: a
-    batch of several rows is upstream's (a one-token path that cannot take one)."""
+    one-token path that cannot take a batch (a batch without a cache is scanned row by row, one with a cache is
+    upstream's)."""
     target = f"{module}:{mixer}.torch_forward"
     patcher.require(target, "input_states", "cache_params", "attention_mask")
     spec = _Spec(module, hybrid_cache, recorder(patch_module), replay_pads, one_row)
@@ -72,7 +73,7 @@ def _torch_forward(spec: "_Spec", wrapped: Any, instance: Any, args: tuple, kwar
     if n == 1 or (not state and n <= k):
         return wrapped(*args, **kwargs)  # upstream is right here
     if spec.one_row and hidden.shape[0] != 1:
-        return wrapped(*args, **kwargs)  # its one-token path cannot take a batch: upstream's
+        return _row_by_row(spec, wrapped, instance, hidden, cache, mask, n, k, args, kwargs)
     if mask is not None and (mask.dim() != 2 or mask.shape[0] != hidden.shape[0] or mask.shape[1] < n):
         return wrapped(*args, **kwargs)  # not a 2D padding mask over these tokens: what it covers is a guess
     mask = None if mask is None else mask[:, -n:]
@@ -123,6 +124,30 @@ def _torch_forward(spec: "_Spec", wrapped: Any, instance: Any, args: tuple, kwar
         elif mode == "offset":
             own.seqlen_offset = saved
     return torch.cat(outputs, dim=1)
+
+
+def _row_by_row(spec: "_Spec", wrapped: Any, instance: Any, hidden: Any, cache: Any, mask: Any, n: int, k: int,
+                args: tuple, kwargs: dict) -> Any:
+    """A batch on a mixer whose one-token path cannot take one (Mamba-2 on 4.46-4.47): the rows of a forward without
+    a cache are independent, so each is scanned alone, exactly as one row is, into a private cache of its own; a
+    batch with a cache (its rows' states live in the caller's cache) and one whose padding past the first chunk a
+    single row would leave to upstream stay upstream's (a batch that continues a cached state is refused by
+    model-mamba2-batch)."""
+    import torch
+
+    if cache is not None:
+        return wrapped(*args, **kwargs)
+    if mask is not None and (mask.dim() != 2 or mask.shape[0] != hidden.shape[0] or mask.shape[1] < n):
+        return wrapped(*args, **kwargs)  # not a 2D padding mask over these tokens: what it covers is a guess
+    rows = None if mask is None else mask[:, -n:]
+    if rows is not None and not bool((rows[:, k:] == 1).all()):
+        return wrapped(*args, **kwargs)  # a pad past the first chunk: one row alone would be upstream's too
+    spec.record.changed("a batch of %d rows without a cache scanned one row at a time", hidden.shape[0])
+    outputs = [_torch_forward(spec, wrapped, instance, (),
+                              {"input_states": hidden[r:r + 1], "cache_params": None,
+                               "attention_mask": None if rows is None else rows[r:r + 1]})
+               for r in range(hidden.shape[0])]
+    return torch.cat(outputs, dim=0)
 
 
 def _offset(cache: Any) -> int:
