@@ -745,3 +745,43 @@ def test_a_refusal_is_named_by_the_patch_whose_fix_defines_it():
     assert _defines(lfm2, "Lfm2AssistedUnsupported")
     assert not _defines(lookup, "Lfm2AssistedUnsupported")
     assert not _defines(lfm2, "ValueError_that_no_fix_defines")
+
+
+def _nan_where(model, when):
+    """A forward hook making the logits NaN in the rows of a call where ``when(input_ids, attention_mask)`` says."""
+    import torch
+
+    def hook(module, args, kwargs, output):
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        rows = when(ids, kwargs.get("attention_mask"))
+        if rows is not None and bool(rows.any()):
+            output.logits[rows] = float("nan")
+        return output
+
+    return model.register_forward_hook(hook, with_kwargs=True)
+
+
+def test_a_nan_from_padding_is_a_defect_not_a_model_that_cannot_take_padding():
+    """Gemma-3n on 4.53.0 gave NaN behind a pad; the padding check read it as "cannot take padding" and ten padded
+    scenarios were called unsupported. NaN is no contract of a model's: the padded scenarios run and report it."""
+    subject = sweep.Subject("llama")
+    handle = _nan_where(subject.model, lambda ids, mask: None if mask is None else (mask == 0).any(dim=1))
+    try:
+        assert subject.lacks(("padding",)) == ""
+        with pytest.raises(DefectObserved, match="nan"):
+            sweep.SCENARIOS["left-padded"](subject)
+    finally:
+        handle.remove()
+
+
+def test_beams_ranked_by_nan_are_a_defect_though_cached_and_uncached_agree():
+    """A NaN logit gives a NaN beam score, which ranks first with or without the cache (Gemma-3n's pad token on
+    4.53.0): the beam scenarios check the model's forward of what the beams returned."""
+    subject = sweep.Subject("llama")
+    handle = _nan_where(subject.model, lambda ids, mask: (ids == ids[0, -1]).any(dim=1) if ids.shape[1] > 8 else None)
+    try:
+        with pytest.raises(DefectObserved, match="NaN"):
+            sweep.SCENARIOS["beam"](subject)
+    finally:
+        handle.remove()
+    assert sweep.SCENARIOS["beam"](sweep.Subject("llama"))["tokens"] > 0

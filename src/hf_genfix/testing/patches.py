@@ -124,6 +124,18 @@ def tiny() -> Any:
     return build
 
 
+def sweep_subject(model_type: str) -> Any:
+    """The sweep's ``Subject(model_type)`` (its tiny model and rows), or the test skipped where this release cannot
+    build it."""
+    from hf_genfix.oracles import ProbeSkipped
+    from hf_genfix.oracles.sweep import Subject
+
+    try:
+        return Subject(model_type)
+    except ProbeSkipped as exc:
+        pytest.skip(str(exc))
+
+
 def assert_upstream_bitwise(model: Any, patch: str, ids: Any, **generate: Any) -> None:
     """Greedy ``generate()`` with ``patch`` and inside ``hf_genfix.disabled(patch)``: the same sequences and the same
     per-step logits, bit for bit (never worse than upstream where upstream is right)."""

@@ -27,7 +27,7 @@ from typing import Any
 from ..generation import check_rows_against_reference, generate_steps, left_pad
 from ..outcome import DefectObserved, ProbeSkipped, earlier_stage
 from ..tiny import tiny_config
-from .core import Subject, build, scenario
+from .core import Subject, build, finite_beams, scenario
 
 STD = 0.3  # the loud models' weight std: see the module docstring
 # Config knobs that gate code paths, set where the tiny config has them: chunks and conv windows shorter than the
@@ -321,8 +321,11 @@ def beam_equivalence(model: Any, batches: list[list[list[int]]], beams: int = 3,
         if len(rows) > 1:  # one row needs no mask (4.44's Mamba refuses one)
             common["attention_mask"] = mask
         with torch.no_grad():
-            cached = model.generate(ids, use_cache=True, **common)[:, ids.shape[1]:].tolist()
-            plain = model.generate(ids, use_cache=False, **common)[:, ids.shape[1]:].tolist()
+            cached_out = model.generate(ids, use_cache=True, **common)
+            plain_out = model.generate(ids, use_cache=False, **common)
+        finite_beams(model, ids, common.get("attention_mask"), {"cached": cached_out, "uncached": plain_out})
+        cached = cached_out[:, ids.shape[1]:].tolist()
+        plain = plain_out[:, ids.shape[1]:].tolist()
         for b, (a, c) in enumerate(zip(cached, plain)):
             if a != c:
                 step = next(t for t, (x, y) in enumerate(zip(a, c)) if x != y)
