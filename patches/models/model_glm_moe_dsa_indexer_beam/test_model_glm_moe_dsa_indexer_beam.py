@@ -4,19 +4,13 @@ upstream does."""
 
 import pytest
 
-from hf_genfix.testing.patches import PatchTests, assert_upstream_bitwise
+from hf_genfix.testing.patches import PatchTests, assert_upstream_bitwise, sweep_subject
 
 PID = "model-glm-moe-dsa-indexer-beam"
 
 
 def _subject():
-    from hf_genfix.oracles import ProbeSkipped
-    from hf_genfix.oracles.sweep import Subject
-
-    try:
-        return Subject("glm_moe_dsa@selection")
-    except ProbeSkipped as exc:
-        pytest.skip(str(exc))
+    return sweep_subject("glm_moe_dsa@selection")
 
 
 def test_a_padded_batch_beams_as_without_a_cache(require_applied):
