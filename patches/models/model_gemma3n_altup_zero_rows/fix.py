@@ -21,9 +21,10 @@ Detection (``probe``). The sweep's ``left-padded`` scenario on its tiny Gemma-3n
 against each row alone without a cache; 4.53.0 gives NaN, 4.53.1 on and this patch give the row's logits.
 
 Correction. The division is inline in ``Gemma3nTextModel.forward``, between each projection's output and its
-magnitude, so the projections' output is the only seam. ``forward`` is wrapped to mark the call (a context
-variable, per thread and task) and, the first time a model runs it, gives each of that model's altup projections a
-forward hook that acts only inside a marked call: an output row that is exactly zero is returned filled with the
+magnitude, so the projections' output is the only seam. ``__init__`` is wrapped to give each of the new model's
+altup projections a forward hook (at construction, before any other thread can call it; a model built before
+hf_genfix was imported gets it at its first forward), and ``forward`` to mark the call (a context variable, per
+thread and task). The hook acts only inside a marked call: an output row that is exactly zero is returned filled with the
 largest finite value of its dtype. Its mean square overflows to inf, ``target / inf`` is 0, and the row becomes that
 value times 0 = 0: what 4.53.1 computes for a zero row (0 times a finite factor). Every other row is untouched, so a
 batch without such a row is bitwise upstream's; outside the wrapped forward (this patch switched off) the hooks do
@@ -40,6 +41,7 @@ from typing import Any
 from hf_genfix.toolkit import recorder, reset_in_child
 
 TARGET = "transformers.models.gemma3n.modeling_gemma3n:Gemma3nTextModel.forward"
+INIT = "transformers.models.gemma3n.modeling_gemma3n:Gemma3nTextModel.__init__"
 PROJECTIONS = ("altup_projections", "altup_unembed_projections")
 
 record = recorder(__name__)
@@ -50,7 +52,15 @@ _LOCK = reset_in_child(threading.Lock())  # one model hooked at a time; free in 
 
 def install(patcher: Any) -> None:
     patcher.require(TARGET)
+    patcher.require(INIT)
+    patcher.wrap(INIT, _init)
     patcher.wrap(TARGET, _forward)
+
+
+def _init(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+    result = wrapped(*args, **kwargs)
+    _hook(instance)
+    return result
 
 
 def _forward(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
