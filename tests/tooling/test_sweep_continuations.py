@@ -81,8 +81,9 @@ def test_causal_prefix_fails_on_a_scan_that_carries_its_state_wrongly():
 
 
 def test_a_model_whose_first_position_is_right_is_built_not_skipped_as_an_encoder(monkeypatch):
-    """The subject's causality check skips bidirectional models (their first position sees later tokens); a causal
-    LM wrong only past its first positions is a defect to report, not an encoder (Mamba-2 on 4.46-4.47)."""
+    """The subject's causality check skips bidirectional models that the config's is_decoder=True makes causal
+    (BertGeneration); a causal LM wrong past its first positions (Mamba-2 on 4.46-4.47), or whose forward mixes
+    every position, is a defect to report, not an encoder."""
     import torch
 
     from hf_genfix.oracles.sweep import core
@@ -99,6 +100,16 @@ def test_a_model_whose_first_position_is_right_is_built_not_skipped_as_an_encode
     def bidirectional(model, row):
         return torch.full((len(row), 4), float(len(row)))
 
+    # Bidirectional whatever the config says: a causal LM whose forward mixes positions (Llama-4's MoE on
+    # 4.54-4.56), built so that the causal-prefix scenario names it
     monkeypatch.setattr(core, "reference_logits", bidirectional)
+    assert sweep.Subject("llama").model_type == "llama"
+
+    def encoder(model, row):  # bidirectional unless the config's own switch says decoder
+        if getattr(model.config, "is_decoder", False):
+            return torch.zeros(len(row), 4)
+        return bidirectional(model, row)
+
+    monkeypatch.setattr(core, "reference_logits", encoder)
     with pytest.raises(ProbeSkipped, match="encoder used as a decoder"):
-        sweep.Subject("llama")
+        sweep.Subject("bert-generation")

@@ -206,11 +206,20 @@ class Subject:
         from ...helpers.decode import cache_from_outputs
 
         (row,) = self.rows(8, seed=99)
-        full = reference_logits(self.model, row)
-        prefix = reference_logits(self.model, row[:5])
-        if not float((full[:1] - prefix[:1]).abs().max()) <= tolerance():
-            # The first position sees later tokens: bidirectional attention, an encoder used as a decoder.
-            raise ProbeSkipped("not causal with its default config (an encoder used as a decoder)")
+        if not self._first_position_causal(self.model, row):
+            # The first position sees later tokens: bidirectional attention, an encoder used as a decoder -- where
+            # the config's own switch (is_decoder=True) makes it causal (BertGeneration). Where it does not, the model
+            # is a causal LM whose forward mixes positions: a defect the causal-prefix scenario names, never a
+            # reason to leave the model out (Llama-4's MoE on 4.54-4.56 scales each token's experts by another
+            # token's router scores; skipped here as "an encoder", it was never swept on those releases).
+            try:
+                decoder = build(self.model_type, seed=0, **dict(self.overrides, is_decoder=True))
+            except ProbeSkipped:
+                decoder = None
+            if decoder is not None and getattr(decoder.config, "is_decoder", False) \
+                    and self._first_position_causal(decoder, row):
+                raise ProbeSkipped("not causal with its default config (an encoder used as a decoder; "
+                                   "is_decoder=True makes it causal)")
         # A first position that sees nothing later but later ones that do is a causal LM with a defect (a scan that
         # carries its state between chunks wrongly: Mamba-2 before 4.48), not an encoder: it is built, and the
         # causal-prefix scenario names it. Until session 22 it was skipped here as an encoder, silently.
@@ -223,6 +232,13 @@ class Subject:
             return cache is not None and int(cache.get_seq_length()) == len(row)
         except Exception:  # noqa: BLE001 - legacy tuples, recurrent states: no rewindable KV cache
             return isinstance(cache, tuple)
+
+    @staticmethod
+    def _first_position_causal(model: Any, row: list[int]) -> bool:
+        """Whether the first position's logits are the same in a forward of 8 tokens and of its first 5."""
+        full = reference_logits(model, row)
+        prefix = reference_logits(model, row[:5])
+        return float((full[:1] - prefix[:1]).abs().max()) <= tolerance()
 
     def _ignores_mask(self) -> bool:
         """Whether masking out the first tokens leaves the last logits bitwise unchanged (RWKV says so in a log
