@@ -785,3 +785,20 @@ def test_beams_ranked_by_nan_are_a_defect_though_cached_and_uncached_agree():
     finally:
         handle.remove()
     assert sweep.SCENARIOS["beam"](sweep.Subject("llama"))["tokens"] > 0
+
+
+def test_parameters_an_init_never_writes_are_drawn_and_others_kept():
+    """Llama-4's experts on 4.51 are torch.empty tensors its init does not know: memory as found (NaN in some runs).
+    The tiny builders draw those from the seed and keep every parameter the release's init wrote."""
+    import torch
+
+    from hf_genfix.oracles.tiny import draw_unwritten
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 4))
+    kept = model[0].weight.detach().clone()
+    with torch.no_grad():
+        model[1].weight.fill_(float("nan"))
+        model[1].bias.fill_(1e30)
+    draw_unwritten(model, seed=0)
+    assert torch.equal(model[0].weight, kept)
+    assert bool(torch.isfinite(model[1].weight).all()) and float(model[1].bias.abs().max()) < 1

@@ -243,7 +243,27 @@ def tiny_model(model_type: str, seed: int = 0, model_class: Any = None, **overri
             raise
         config._attn_implementation = "eager"
         model = build()
+    draw_unwritten(model, seed)
     return cast(model.float())
+
+
+def draw_unwritten(model: Any, seed: int) -> None:
+    """Draw the parameters a release's init never writes. Llama-4's experts on 4.51 are ``torch.empty`` tensors that
+    its ``_init_weights`` does not know: memory as found, NaN or 1e30 in some runs, so the tiny model gave NaN from
+    its first forward (taken for a generate() defect) or nothing was wrong, by chance. A floating parameter with a
+    non-finite value or a magnitude no init draws (over 1e4) is redrawn from the seed at std 0.02, the init's own
+    scale; every other parameter is the release's."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed + 7919)
+    with torch.no_grad():
+        for param in model.parameters():
+            if not param.is_floating_point() or param.numel() == 0:
+                continue
+            values = param.detach().float()
+            if bool(torch.isfinite(values).all()) and float(values.abs().max()) <= 1e4:
+                continue
+            param.copy_(torch.randn(param.shape, generator=generator) * 0.02)
 
 
 # -- calibration: loud tiny models (issue 36, section 2) --------------------------------------------------------

@@ -56,7 +56,7 @@ from ..generation import (
 from ..outcome import DefectObserved, ProbeSkipped, earlier_stage, past_earlier_stages
 from ..precision import cast, tolerance
 from ..reference import reference_logits
-from ..tiny import ROUNDING, calibrate, tiny_config
+from ..tiny import ROUNDING, calibrate, draw_unwritten, tiny_config
 
 WINDOW = sliding.WINDOW
 MAX_PARAMS = 2_000_000
@@ -277,12 +277,10 @@ class Subject:
             self._padding = "" if diff <= tolerance() or broken else (
                 f"a left-padded forward differs from the unpadded row by {diff:.3g} (its forward takes "
                 f"{'position_ids' if self.takes_position_ids else 'no position_ids'}): it cannot take padding")
-            if not self._padding and self.takes_position_ids and not self._positions_from_mask(ids, mask):
-                # 4.x CTRL and OpenAI-GPT: the forward places a padded row right when given positions, but their
-                # own prepare_inputs_for_generation never derives them from the mask, so generate() counts the pads.
-                self._padding = ("its prepare_inputs_for_generation gives no position_ids from the attention mask "
-                                 "(generate() counts a left-padded row's pads as positions): it cannot take padding "
-                                 "in generate()")
+            # A forward that places a padded row right when given positions is a model that takes padding. Where
+            # its own prepare_inputs_for_generation gives generate() no positions (CTRL and OpenAI-GPT before 5.2),
+            # the pads count as positions: a defect of that method (upstream dropped both overrides), which the
+            # padded scenarios report. Until session 32 it excused them as "cannot take padding in generate()".
         return self._padding
 
     def _own_prepare_inputs(self) -> Any:
@@ -327,17 +325,6 @@ class Subject:
             return True
         fed = inputs.get("input_ids")
         return fed is None or fed.shape[-1] == 10
-
-    def _positions_from_mask(self, ids: Any, mask: Any) -> bool:
-        """Whether the model's generation inputs for a left-padded row carry position ids (True when unsure, and
-        for the generic method: where generate() derives positions elsewhere, a padding failure stays a defect)."""
-        if self._own_prepare_inputs() is None:
-            return True
-        try:
-            inputs = self.model.prepare_inputs_for_generation(ids, attention_mask=mask, use_cache=False)
-        except Exception:  # noqa: BLE001 - a signature this probe does not know: not the reason
-            return True
-        return inputs.get("position_ids") is not None
 
     def lacks(self, needs: Sequence[str]) -> str:
         """Why the model cannot do what a scenario with ``needs`` asks ("" when it can)."""
@@ -494,6 +481,7 @@ def build(model_type: str, seed: int = 0, **overrides: Any) -> Any:
     torch.manual_seed(seed)
     with torch.no_grad(), torch.device("cpu"):  # CUDA's generator would draw other weights for the seed
         model = AutoModelForCausalLM.from_config(config)
+    draw_unwritten(model, seed)  # what the release's init leaves as memory found (Llama-4's experts on 4.51)
     return cast(calibrate(model.float()))
 
 
