@@ -24,11 +24,11 @@ Correction. The division is inline in ``Gemma3nTextModel.forward``, between each
 magnitude, so the projections' output is the only seam. ``__init__`` is wrapped to give each of the new model's
 altup projections a forward hook (at construction, before any other thread can call it; a model built before
 hf_genfix was imported gets it at its first forward), and ``forward`` to mark the call (a context variable, per
-thread and task). The hook acts only inside a marked call: an output row that is exactly zero is returned filled with the
-largest finite value of its dtype. Its mean square overflows to inf, ``target / inf`` is 0, and the row becomes that
-value times 0 = 0: what 4.53.1 computes for a zero row (0 times a finite factor). Every other row is untouched, so a
-batch without such a row is bitwise upstream's; outside the wrapped forward (this patch switched off) the hooks do
-nothing.
+thread and task). The hook acts only inside a marked call: an output row that is exactly zero is returned filled
+with the largest finite value of its dtype. Its mean square overflows to inf, ``target / inf`` is 0, and the row
+becomes that value times 0 = 0: what 4.53.1 computes for a zero row (0 times a finite factor). Every other row is
+untouched, so a batch without such a row is bitwise upstream's; outside the wrapped forward (this patch switched
+off) the hooks do nothing.
 """
 
 from __future__ import annotations

@@ -46,7 +46,8 @@ def _forward(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     if flat.shape[0] == 1:
         return wrapped(*args, **kwargs)  # one token: token order and expert order agree, upstream is right
     routed = instance.router(flat)
-    if not (isinstance(routed, tuple) and len(routed) == 2 and routed[0].shape == (flat.shape[0], instance.num_experts)):
+    known = isinstance(routed, tuple) and len(routed) == 2
+    if not known or routed[0].shape != (flat.shape[0], instance.num_experts):
         return wrapped(*args, **kwargs)  # not the router this fix knows: upstream's
     scores, logits = routed
     experts = scores.shape[1]

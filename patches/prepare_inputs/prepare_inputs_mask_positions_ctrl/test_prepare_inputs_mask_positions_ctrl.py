@@ -1,0 +1,8 @@
+"""``prepare-inputs-mask-positions-ctrl``: the checks every patch owes (hf_genfix.testing.patches.PatchTests);
+the padded and unpadded batches of both models' patches: tests/prepare_inputs/test_mask_positions.py."""
+
+from hf_genfix.testing.patches import PatchTests
+
+
+class TestPatch(PatchTests):
+    """``prepare-inputs-mask-positions-ctrl``: its probe proves it on this release; its plain program installs it."""
