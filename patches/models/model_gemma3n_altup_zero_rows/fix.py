@@ -79,7 +79,9 @@ def _hook(model: Any) -> None:
             return
         for name in PROJECTIONS:
             for projection in getattr(model, name, None) or ():
-                projection.register_forward_hook(_zero_rows)
+                # a deep copy of a hooked model carries the hook already (and is not in _HOOKED): one is enough
+                if _zero_rows not in getattr(projection, "_forward_hooks", {}).values():
+                    projection.register_forward_hook(_zero_rows)
         _HOOKED.add(model)
 
 

@@ -46,5 +46,20 @@ def test_a_batch_without_a_zero_row_is_upstreams(require_applied):
     assert_upstream_bitwise(subject.model, PID, ids, max_new_tokens=4, attention_mask=torch.ones_like(ids))
 
 
+def test_a_deep_copy_keeps_one_hook(require_applied):
+    import copy
+
+    import torch
+
+    require_applied(PID)
+    model = copy.deepcopy(_subject().model)
+    ids = torch.tensor([[0, 0, 17, 44, 91, 23]])
+    with torch.no_grad():
+        model(ids, attention_mask=(ids != 0).long())
+    projections = [p for m in model.modules() for n in ("altup_projections", "altup_unembed_projections")
+                   for p in getattr(m, n, None) or ()]
+    assert projections and all(len(p._forward_hooks) == 1 for p in projections)
+
+
 class TestPatch(PatchTests):
     """``model-gemma3n-altup-zero-rows``: its probe proves it on this release; its plain program installs it."""
