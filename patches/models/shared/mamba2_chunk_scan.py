@@ -72,11 +72,11 @@ def _torch_forward(spec: "_Spec", wrapped: Any, instance: Any, args: tuple, kwar
     state = cache is not None and (has_state(cache, layer) or _offset(cache) > 0)
     if n == 1 or (not state and n <= k):
         return wrapped(*args, **kwargs)  # upstream is right here
-    if spec.one_row and hidden.shape[0] != 1:
-        return _row_by_row(spec, wrapped, instance, hidden, cache, mask, n, k, args, kwargs)
     if mask is not None and (mask.dim() != 2 or mask.shape[0] != hidden.shape[0] or mask.shape[1] < n):
         return wrapped(*args, **kwargs)  # not a 2D padding mask over these tokens: what it covers is a guess
     mask = None if mask is None else mask[:, -n:]
+    if spec.one_row and hidden.shape[0] != 1:
+        return _row_by_row(spec, wrapped, instance, hidden, cache, mask, k, args, kwargs)
     head = 0 if state else k
     pads = None
     if mask is not None and not bool((mask[:, head:] == 1).all()):
@@ -126,7 +126,7 @@ def _torch_forward(spec: "_Spec", wrapped: Any, instance: Any, args: tuple, kwar
     return torch.cat(outputs, dim=1)
 
 
-def _row_by_row(spec: "_Spec", wrapped: Any, instance: Any, hidden: Any, cache: Any, mask: Any, n: int, k: int,
+def _row_by_row(spec: "_Spec", wrapped: Any, instance: Any, hidden: Any, cache: Any, mask: Any, k: int,
                 args: tuple, kwargs: dict) -> Any:
     """A batch on a mixer whose one-token path cannot take one (Mamba-2 on 4.46-4.47): the rows of a forward without
     a cache are independent, so each is scanned alone, exactly as one row is, into a private cache of its own; a
@@ -137,15 +137,12 @@ def _row_by_row(spec: "_Spec", wrapped: Any, instance: Any, hidden: Any, cache: 
 
     if cache is not None:
         return wrapped(*args, **kwargs)
-    if mask is not None and (mask.dim() != 2 or mask.shape[0] != hidden.shape[0] or mask.shape[1] < n):
-        return wrapped(*args, **kwargs)  # not a 2D padding mask over these tokens: what it covers is a guess
-    rows = None if mask is None else mask[:, -n:]
-    if rows is not None and not bool((rows[:, k:] == 1).all()):
+    if mask is not None and not bool((mask[:, k:] == 1).all()):
         return wrapped(*args, **kwargs)  # a pad past the first chunk: one row alone would be upstream's too
     spec.record.changed("a batch of %d rows without a cache scanned one row at a time", hidden.shape[0])
     outputs = [_torch_forward(spec, wrapped, instance, (),
                               {"input_states": hidden[r:r + 1], "cache_params": None,
-                               "attention_mask": None if rows is None else rows[r:r + 1]})
+                               "attention_mask": None if mask is None else mask[r:r + 1]})
                for r in range(hidden.shape[0])]
     return torch.cat(outputs, dim=0)
 
