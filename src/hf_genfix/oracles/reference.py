@@ -16,13 +16,14 @@ def reference_logits(model: Any, ids: Sequence[int] | Any) -> Any:
 
     row = torch.as_tensor(ids, dtype=torch.long, device=_device(model)).reshape(1, -1)
     # a model without a cache (OpenAI-GPT before 5.x) takes no use_cache: its forward is cache-less anyway
-    extra = dict(use_cache=False) if _takes(model, "use_cache") else {}
+    extra = dict(use_cache=False) if forward_takes(model, "use_cache") else {}
     with torch.no_grad():
         out = model(input_ids=row, attention_mask=torch.ones_like(row), **extra)
     return out.logits[0].float()
 
 
-def _takes(model: Any, name: str) -> bool:
+def forward_takes(model: Any, name: str) -> bool:
+    """Whether the model's forward takes the keyword ``name`` (by name or through ``**kwargs``; True when unsure)."""
     import inspect
 
     try:

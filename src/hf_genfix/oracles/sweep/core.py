@@ -55,7 +55,7 @@ from ..generation import (
 )
 from ..outcome import DefectObserved, ProbeSkipped, earlier_stage, past_earlier_stages
 from ..precision import cast, tolerance
-from ..reference import reference_logits
+from ..reference import forward_takes, reference_logits
 from ..tiny import ROUNDING, calibrate, draw_unwritten, tiny_config
 
 WINDOW = sliding.WINDOW
@@ -227,7 +227,7 @@ class Subject:
         with torch.no_grad():
             # use_cache only where the forward names it: OpenAI-GPT's before 4.48.3 does not (it keeps no cache,
             # and generate() passes it nothing), and the sweep left it out there as "cannot build"
-            flag = {"use_cache": True} if _takes(self.model.forward, "use_cache") else {}
+            flag = {"use_cache": True} if forward_takes(self.model, "use_cache") else {}
             out = self.model(input_ids=ids, attention_mask=torch.ones_like(ids), **flag)
         cache = cache_from_outputs(out)
         self.fixed_cache = _no_room(cache, len(row))
@@ -744,15 +744,6 @@ def _tie(model: Any, prompt: list[int], a: list[int], b: list[int]) -> bool:
 
 
 # -- running and judging ----------------------------------------------------------------------------------------
-def _takes(func: Any, name: str) -> bool:
-    """Whether ``func`` takes the keyword ``name`` (by name or through ``**kwargs``)."""
-    try:
-        params = inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return True
-    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
-
-
 def _short(exc: BaseException, limit: int = 160) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return text[:limit]
