@@ -124,6 +124,39 @@ def test_rows_left_as_upstreams(upstream, ours, verdict):
     assert compare(_rows(*upstream), _rows(*ours))[0] == verdict
 
 
+def _parts(values, wrong, passed="", crashed="", tagged=True):
+    import torch
+
+    from hf_genfix.oracles.differential import Observation
+
+    outputs = [{"call": "generate", "sequences": torch.tensor([v]), **({"part": name} if tagged else {})}
+               for name, v in values.items()]
+    figures = {"wrong_parts": wrong, "passed_parts": passed, "crashed_parts": crashed}
+    return Observation("wrong", f"wrong: {wrong}", None, figures, outputs=outputs)
+
+
+@pytest.mark.parametrize("upstream, ours, verdict", [
+    # 4.48.0's Cohere-2, left-padded-cache-implementations: "hybrid" corrected, "sliding_window" bitwise upstream's
+    (({"hybrid": 1.0, "sliding_window": 2.0}, "hybrid,sliding_window"),
+     ({"hybrid": 1.5, "sliding_window": 2.0}, "sliding_window", "hybrid"), "unchanged"),
+    # a run hf_genfix changes and still gets wrong is another wrong answer
+    (({"hybrid": 1.0, "sliding_window": 2.0}, "hybrid,sliding_window"),
+     ({"hybrid": 1.5, "sliding_window": 2.5}, "sliding_window", "hybrid"), "worse"),
+    # a run wrong with hf_genfix that upstream got right
+    (({"hybrid": 1.0, "sliding_window": 2.0}, "hybrid"),
+     ({"hybrid": 1.5, "sliding_window": 2.0}, "sliding_window", "hybrid"), "worse"),
+    # a run that crashed with hf_genfix, or calls outside any run: judged whole
+    (({"hybrid": 1.0, "sliding_window": 2.0}, "hybrid,sliding_window"),
+     ({"hybrid": 1.5, "sliding_window": 2.0}, "sliding_window", "hybrid", "static"), "worse"),
+    (({"hybrid": 1.0, "sliding_window": 2.0}, "hybrid,sliding_window", "", "", False),
+     ({"hybrid": 1.5, "sliding_window": 2.0}, "sliding_window", "hybrid", "", False), "worse"),
+])
+def test_runs_of_a_scenario_are_judged_one_by_one(upstream, ours, verdict):
+    from hf_genfix.oracles.differential import compare
+
+    assert compare(_parts(*upstream), _parts(*ours))[0] == verdict
+
+
 @pytest.mark.parametrize("upstream_diff, ours_diff, verdict", [
     (6.8e-5, 5e-9, "corrected"),  # 4.57.6 cohere: upstream off by 6.8e-5 under the tolerance, hf_genfix by noise
     (1.8e-6, 1.5e-8, "corrected"),  # 4.57.6 modernbert-decoder

@@ -47,7 +47,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from ..verdicts import Word
-from .outcome import EARLIER, DefectObserved, ProbeSkipped, past_earlier_stages
+from .outcome import (CRASHED_PARTS, EARLIER, PASSED_PARTS, WRONG_PARTS, DefectObserved, ProbeSkipped, current_part,
+                      parts, past_earlier_stages)
 
 PASS, WRONG, RAISED, SKIPPED = Word.PASS, Word.WRONG, Word.RAISED, Word.SKIPPED
 
@@ -232,6 +233,14 @@ def compare(upstream: Observation, ours: Observation) -> tuple[str, str]:
                 # Gemma-3n: row 1 of an unpadded batch is NaN both ways; hf_genfix corrects row 0).
                 return UNCHANGED, (f"hf_genfix corrects row(s) {sorted(rows)} ({u.message}); from row {first} on "
                                    f"its output is upstream's, wrong both ways: {o.message}")
+            split = corrected_parts(u, o)
+            if split is not None:
+                # A scenario of several runs, judged run by run: every run whose output hf_genfix changed passes
+                # the oracle, and every run still wrong is bitwise upstream's (4.48.0's Cohere-2 in
+                # left-padded-cache-implementations: "hybrid" corrected, "sliding_window" wrong both ways).
+                changed, left = split
+                return UNCHANGED, (f"hf_genfix corrects the run(s) {', '.join(changed)}; the run(s) {', '.join(left)} "
+                                   f"are wrong both ways, bitwise upstream's: {o.message}")
             return WORSE, f"upstream {_describe(u)}; hf_genfix gives another wrong output: {o.message} ({diff})"
         if o.outcome == RAISED:
             return REFUSED, f"upstream is silently wrong ({u.message}); hf_genfix raises {o.message}"
@@ -254,6 +263,31 @@ def compare(upstream: Observation, ours: Observation) -> tuple[str, str]:
     if o.outcome == WRONG:
         return WORSE, f"upstream raises {_error(u)}; hf_genfix returns a wrong answer instead: {o.message}"
     return WORSE, f"upstream {_describe(u)}; with hf_genfix {_describe(o)}"
+
+
+def corrected_parts(upstream: Observation, ours: Observation) -> tuple[list[str], list[str]] | None:
+    """For two wrong observations of a scenario of named parts (``outcome.scenario_part``): (the parts whose
+    outputs differ, the parts wrong with hf_genfix) where every part that differs passes with hf_genfix and every
+    part wrong with hf_genfix is wrong upstream too, its outputs bitwise upstream's; else None. A part that
+    crashed with hf_genfix, or a call recorded outside any part, leaves the scenario judged whole."""
+    if parts(ours.figures, CRASHED_PARTS):
+        return None
+    wrong = parts(ours.figures, WRONG_PARTS)
+    if not wrong or not wrong <= parts(upstream.figures, WRONG_PARTS):
+        return None
+    groups = []
+    for obs in (upstream, ours):
+        by_part: dict[str, list[dict[str, Any]]] = {}
+        for record in obs.outputs:
+            if "part" not in record:
+                return None
+            by_part.setdefault(record["part"], []).append(record)
+        groups.append(by_part)
+    changed = sorted(p for p in set(groups[0]) | set(groups[1])
+                     if difference(groups[0].get(p, []), groups[1].get(p, [])))
+    if not changed or not set(changed) <= parts(ours.figures, PASSED_PARTS):
+        return None
+    return changed, sorted(wrong)
 
 
 def loud_alike(upstream: BaseException, ours: BaseException) -> bool:
@@ -356,7 +390,11 @@ def recording(model: Any, into: list[dict[str, Any]], forward: bool = False) -> 
 
         def hook(*args: Any, _name: str = name, **kwargs: Any) -> Any:
             out = getattr(type(model), _name).__get__(model)(*args, **kwargs)
-            into.append(digest(out, _name))
+            record = digest(out, _name)
+            part = current_part()
+            if part is not None:  # a scenario of several runs: which one this call belongs to (outcome.scenario_part)
+                record["part"] = part
+            into.append(record)
             return out
 
         functools.update_wrapper(hook, bound)

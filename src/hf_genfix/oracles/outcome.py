@@ -50,3 +50,33 @@ def past_earlier_stages() -> Iterator[None]:
         yield
     finally:
         _PAST_EARLIER.reset(token)
+
+
+# A scenario of several independent runs (each cache implementation in turn, ``_each_implementation``) is one
+# finding when any run is wrong. The differential judges the pair of observations whole, so where hf_genfix
+# corrects one run and leaves another bitwise upstream's (4.48.0's Cohere-2: "hybrid" corrected, "sliding_window"
+# wrong both ways) the outputs differ and both are wrong: "another wrong output", which it is not. Each run is
+# therefore a named part: the recording tags each call with the part it ran in, and the finding names its wrong
+# and passing parts (``WRONG_PARTS``, ``PASSED_PARTS``, ``CRASHED_PARTS``: comma-separated names in its figures).
+_PART: contextvars.ContextVar[str | None] = contextvars.ContextVar("hf_genfix_scenario_part", default=None)
+WRONG_PARTS, PASSED_PARTS, CRASHED_PARTS = "wrong_parts", "passed_parts", "crashed_parts"
+
+
+@contextlib.contextmanager
+def scenario_part(name: str) -> Iterator[None]:
+    """Within: the calls the differential records belong to the scenario's part ``name``."""
+    token = _PART.set(name)
+    try:
+        yield
+    finally:
+        _PART.reset(token)
+
+
+def current_part() -> str | None:
+    """The scenario part being run (``scenario_part``), None outside any."""
+    return _PART.get()
+
+
+def parts(figures: dict[str, Any], key: str) -> set[str]:
+    """The part names a finding's figures list under ``key``."""
+    return {name for name in str(figures.get(key) or "").split(",") if name}

@@ -29,7 +29,7 @@ import inspect
 from typing import Any, Callable
 
 from ..generation import GenRun, check_rows_against_reference, generate_steps, left_pad
-from ..outcome import DefectObserved, ProbeSkipped
+from ..outcome import CRASHED_PARTS, PASSED_PARTS, WRONG_PARTS, DefectObserved, ProbeSkipped, scenario_part
 from ..precision import tolerance
 from ..reference import max_diff, reference_logits
 from .core import _UNSUPPORTED, WINDOW, Subject, _chunking, _short, pick, scenario
@@ -380,35 +380,43 @@ def _each_implementation(s: Subject, names: list[str], generate: Callable[[str],
     refused: dict[str, str] = {}
     loud: dict[str, str] = {}
     wrong: list[str] = []
+    wrong_names: list[str] = []
+    crashed: list[str] = []
     worst, ran, first_defect = 0.0, [], None
     crash: BaseException | None = None
     for name in names:
         _fresh(s.model)
-        try:
-            run = generate(name)
-        except Exception as exc:  # noqa: BLE001 - a refusal in words is not a finding; anything else is judged
-            if _refused(exc):
-                refused[name] = f"{type(exc).__name__}: {_short(exc)}"
+        # Each implementation is a part of its own: the differential judges the finding run by run (a run
+        # hf_genfix corrects beside one it leaves bitwise upstream's is not "another wrong output").
+        with scenario_part(name):
+            try:
+                run = generate(name)
+            except Exception as exc:  # noqa: BLE001 - a refusal in words is not a finding; anything else is judged
+                if _refused(exc):
+                    refused[name] = f"{type(exc).__name__}: {_short(exc)}"
+                    continue
+                if _upstream_raises_alike(s, generate, name, exc):
+                    # Loud in upstream too, for this implementation: listed, and the others are still judged (4.46's
+                    # offloaded_static TypeError on every model hid sliding_window's silent error on Gemma-2 there).
+                    loud[name] = f"upstream raises it too: {type(exc).__name__}: {_short(exc)}"
+                    continue
+                crash = crash or exc
+                crashed.append(name)
+                wrong.append(f"{name}: {type(exc).__name__}: {_short(exc)}")
                 continue
-            if _upstream_raises_alike(s, generate, name, exc):
-                # Loud in upstream too, for this implementation: listed, and the others are still judged (4.46's
-                # offloaded_static TypeError on every model hid sliding_window's silent error on Gemma-2 there).
-                loud[name] = f"upstream raises it too: {type(exc).__name__}: {_short(exc)}"
+            try:
+                figures = check_rows_against_reference(s.model, rows, run, what.format(name), eos_token_id=[],
+                                                       reference=reference)
+            except DefectObserved as exc:
+                wrong.append(exc.message)
+                wrong_names.append(name)
+                first_defect = first_defect or exc.figures
                 continue
-            crash = crash or exc
-            wrong.append(f"{name}: {type(exc).__name__}: {_short(exc)}")
-            continue
-        try:
-            figures = check_rows_against_reference(s.model, rows, run, what.format(name), eos_token_id=[],
-                                                   reference=reference)
-        except DefectObserved as exc:
-            wrong.append(exc.message)
-            first_defect = first_defect or exc.figures
-            continue
         worst = max(worst, figures["max_logit_diff"])
         ran.append(name)
     if first_defect is not None:  # silently wrong somewhere: the finding (with any crash of the others)
-        raise DefectObserved("; ".join(wrong), **first_defect)
+        raise DefectObserved("; ".join(wrong), **{**first_defect, WRONG_PARTS: ",".join(wrong_names),
+                                                  PASSED_PARTS: ",".join(ran), CRASHED_PARTS: ",".join(crashed)})
     if crash is not None:  # loud only: judged as upstream's exception (same without hf_genfix: upstream-error)
         raise crash
     refusals = "; ".join(f"{k}: {v}" for k, v in {**refused, **loud}.items())
