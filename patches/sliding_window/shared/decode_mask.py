@@ -14,6 +14,13 @@ position 0 (a no-cache forward, a prefill). Then:
 - with a dynamic cache (which generate() uses for assisted decoding) every key is kept, and a decoding step's
   query row 0 gets no window at all: it attends to every earlier token.
 
+- with a ``SlidingWindowCache`` (``cache_implementation="sliding_window"`` on a model whose every layer slides;
+  found by the sweep's left-padded-cache-implementations on 4.48.0, once the differential judged its runs one by
+  one), the model's mask has one column per position, ``0 .. last``, while the ring holds the last ``window``
+  positions in order; a decoding step's one-column test slices nothing, so the attention takes the first
+  ``window`` columns for the ring's keys: every left-padded row masks real keys as its padding (0.0506 on the
+  sweep's tiny Cohere-2, 4.48.0). Unpadded rows read the same values either way (all columns allowed).
+
 Every step past the window is silently wrong: left-padded batches, runs past the window, assisted decoding
 (0.1-0.34 on the tiny models). On Gemma-2 4.48.0-4.48.1 the same layer is hidden behind a crash (the hybrid cache
 is not told which layers slide: ``sliding-window-hybrid-update-kwargs``); with that fixed, this defect shows as
@@ -29,9 +36,13 @@ flash-attention, whose 2D mask upstream slices itself): the window is applied by
 the query at ``cache_position[i]`` when ``j <= cache_position[i] - window``), and for a ``HybridCache`` the columns
 the ring holds are taken, ``[offset, offset + max(query, window))`` with ``offset = max(0, last - max(query,
 window))`` and ``last`` the position after the call's last token (4.48.2's slicing). Upstream's own row band then
-masks nothing more (its keys are a subset of those). Without a cache (the first rows start at position 0) the mask
-goes to upstream untouched, and so does a cache of any other layout (a ``SlidingWindowCache`` from
-``cache_implementation="sliding_window"``, which upstream gets right: the columns are its ring's, not positions).
+masks nothing more (its keys are a subset of those). For a ``SlidingWindowCache``, on a decoding step of one
+token once the ring is full (the mask's columns are the positions ``0 .. last``, ``last + 1 >= window``), the
+columns of the positions the ring holds are taken, ``[last + 1 - window, last + 1)``; its other calls (a prefill
+from position 0, which upstream gets right; a step before the ring is full, or several tokens after a cache, which
+upstream fails loudly or writes into one slot) go to upstream. Without a cache (the first rows start at position
+0) the mask goes to upstream untouched, and so does a cache of any other layout (a static cache: which key a
+column holds is the cache's business).
 """
 
 from __future__ import annotations
@@ -67,7 +78,7 @@ def _slices_by_position(forward: Any) -> bool:
 
 
 def sliding_layer_forward(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-    from transformers.cache_utils import DynamicCache, HybridCache
+    from transformers.cache_utils import DynamicCache, HybridCache, SlidingWindowCache
 
     if not getattr(instance, "is_sliding", False) or instance.config._attn_implementation == "flash_attention_2":
         return wrapped(*args, **kwargs)
@@ -80,13 +91,20 @@ def sliding_layer_forward(wrapped: Any, instance: Any, args: tuple, kwargs: dict
     mask, cache, position = call.get("attention_mask"), call.get("past_key_value"), call.get("cache_position")
     if mask is None or mask.dim() != 4 or cache is None or position is None:
         return wrapped(*args, **kwargs)
+    window = instance.sliding_window
+    if isinstance(cache, SlidingWindowCache):
+        last = int(position[-1]) + 1
+        if position.shape[0] != 1 or mask.shape[-2] != 1 or mask.shape[-1] != last or last < window:
+            return wrapped(*args, **kwargs)  # not a one-token step on a full ring, by position: upstream's
+        # The ring holds positions [last - window, last) in order: their columns, and the band bans none of them.
+        call["attention_mask"] = mask[:, :, :, last - window: last]
+        return wrapped(**call)
     if not isinstance(cache, (HybridCache, DynamicCache)):
-        # A layout this correction does not know (a SlidingWindowCache's ring, a static cache): which key a column
-        # holds is the cache's business, so upstream decides (it is right there: cache_implementation="sliding_window").
+        # A layout this correction does not know (a static cache): which key a column holds is the cache's
+        # business, so upstream decides.
         return wrapped(*args, **kwargs)
     import torch
 
-    window = instance.sliding_window
     keys = torch.arange(mask.shape[-1], device=mask.device)
     banned = keys[None, :] <= position.to(mask.device)[:, None] - window  # (query, key), by position
     mask = torch.where(banned[None, None], torch.finfo(mask.dtype).min, mask)

@@ -49,3 +49,24 @@ def probe_gemma2() -> dict:
 def probe_cohere2() -> dict:
     # Cohere-2 scales its logits by 1/16 by default: at scale 1 the defect reads as it is (0.0149 -> 0.24).
     return _probe("cohere2", logit_scale=1.0)
+
+
+def ring_check(name: str, logit_scale: float | None = None) -> dict:
+    """The ``SlidingWindowCache`` part (decode_mask.py's third bullet): a one-layer tiny model (its one layer
+    slides, so ``cache_implementation="sliding_window"`` keeps the ring), rows of 7, 3 and 10 tokens left-padded, 6
+    greedy tokens: every row and step against a no-cache forward of the unpadded row. Raises ``DefectObserved``
+    where the padded rows read the wrong columns."""
+    from hf_genfix.oracles import check_rows_against_reference, generate_steps, left_pad, tiny_model
+    from hf_genfix.oracles.sliding import MODELS, WINDOW, prompts
+
+    model_type, extra = MODELS[name]
+    model = tiny_model(model_type, sliding_window=WINDOW,
+                       **{**extra, "num_hidden_layers": 1, "layer_types": extra["layer_types"][:1]})
+    if logit_scale is not None:
+        model.logit_scale = logit_scale
+    rows = prompts(7, 3, 10, seed=16)
+    ids, mask = left_pad(rows)
+    run = generate_steps(model, ids, mask, max_new_tokens=6, cache_implementation="sliding_window", pad_token_id=0,
+                         eos_token_id=None)
+    return check_rows_against_reference(model, rows, run, f"{name}, one sliding layer, rows of 7, 3 and 10 tokens "
+                                        "left-padded, cache_implementation='sliding_window'", eos_token_id=[])
