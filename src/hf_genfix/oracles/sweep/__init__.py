@@ -7,7 +7,8 @@ The package's parts import one way, down to ``core``, and this module puts them 
 - the kinds and scenario sets that register themselves on import: ``families`` (encoder-decoder, image-text),
   ``imagetext`` (image-text models built in their own module), ``video`` (videos on M-RoPE models, against the
   positions of the definition), ``processors`` (a batch against each row alone),
-  ``equivalences`` (inputs_embeds, every cache implementation), ``inputs`` (a forward is a function of its
+  ``equivalences`` (inputs_embeds, every cache implementation), ``contrastive`` (contrastive search against its
+  definition), ``inputs`` (a forward is a function of its
   inputs), ``continuations`` (continuations of a cache), ``remote`` (the tiny remote-code repos) and
   ``tokenizers`` (the local tokenizer repos).
 
@@ -25,6 +26,7 @@ from . import imagetext  # noqa: F401 - extends families' IMAGE_TEXT, so after i
 from . import video  # noqa: F401 - videos on M-RoPE models against the definition's positions (issue 36)
 from . import processors  # noqa: F401 - a batch against each row alone
 from . import equivalences  # noqa: F401 - inputs_embeds, every cache implementation (issue 26)
+from . import contrastive  # noqa: F401 - contrastive search against its definition (issue 36)
 from . import inputs  # noqa: F401 - a forward is a function of its inputs (issue 36)
 from . import continuations  # noqa: F401 - a second turn, a prefix cache reused, the own cache (issue 36)
 from . import remote  # noqa: F401 - the tiny remote-code repos as a kind (issue 36)
