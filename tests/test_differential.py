@@ -333,3 +333,30 @@ def test_a_corrected_first_turn_before_a_later_wrong_one(upstream_later, verdict
     pair = differential.differential(hf_genfix._activation.registry(), scenario, None, (model,))
     assert pair["upstream"].figures.get("stage") == "earlier" and "stage" not in pair["ours"].figures
     assert pair["verdict"] == verdict, pair["detail"]
+
+
+def test_every_part_runs_and_the_finding_names_them():
+    """``outcome.run_parts``: a wrong part does not stop the others; the finding lists the wrong and passing parts
+    (what ``compare`` judges run by run); a crash comes after a silent error."""
+    from hf_genfix.oracles.outcome import DefectObserved, current_part, run_parts
+
+    seen = []
+
+    def run(name):
+        seen.append(current_part())
+        if name in ("a", "c"):
+            raise DefectObserved(f"{name} wrong", max_logit_diff=1.0)
+        if name == "d":
+            raise RuntimeError("d crashed")
+        return {"max_logit_diff": 0.0}
+
+    with pytest.raises(DefectObserved) as caught:
+        run_parts(["a", "b", "c"], run)
+    assert seen == ["a", "b", "c"] and current_part() is None
+    assert caught.value.figures["wrong_parts"] == "a,c" and caught.value.figures["passed_parts"] == "b"
+    with pytest.raises(DefectObserved) as caught:
+        run_parts(["d", "a"], run)
+    assert caught.value.figures["crashed_parts"] == "d"
+    with pytest.raises(RuntimeError):
+        run_parts(["b", "d"], run)
+    assert run_parts(["b"], run) == [{"max_logit_diff": 0.0}]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 
 class DefectObserved(AssertionError):
@@ -80,3 +80,39 @@ def current_part() -> str | None:
 def parts(figures: dict[str, Any], key: str) -> set[str]:
     """The part names a finding's figures list under ``key``."""
     return {name for name in str(figures.get(key) or "").split(",") if name}
+
+
+def run_parts(names: Sequence[str], run: Callable[[str], dict]) -> list[dict]:
+    """``run(name)`` for each name, each in its own ``scenario_part``, every one run even after another is wrong:
+    their figures. Silently wrong in any part: one ``DefectObserved`` naming every wrong part (the first one's
+    figures, with the parts listed); else a crash of any part: the first crash. ``ProbeSkipped`` ends it at once
+    (the scenario cannot run here)."""
+    figures: list[dict] = []
+    wrong: list[DefectObserved] = []
+    wrong_names, passed, crashed = [], [], []
+    crash: BaseException | None = None
+    for name in names:
+        with scenario_part(name):
+            try:
+                figures.append(run(name))
+                passed.append(name)
+            except ProbeSkipped:
+                raise
+            except DefectObserved as exc:
+                wrong.append(exc)
+                wrong_names.append(name)
+            except Exception as exc:  # noqa: BLE001 - judged after the others: a silent error anywhere comes first
+                crash = crash or exc
+                crashed.append(name)
+    if wrong:
+        first = wrong[0]
+        listed = {WRONG_PARTS: ",".join(wrong_names), PASSED_PARTS: ",".join(passed), CRASHED_PARTS: ",".join(crashed)}
+        if len(wrong) == 1 and not crashed:
+            first.figures.update(listed)
+            raise first
+        # The first part's cause stays the finding's cause (an upstream exception the oracle re-raised).
+        raise DefectObserved("; ".join(exc.message for exc in wrong), **{**first.figures, **listed}) \
+            from first.__cause__
+    if crash is not None:
+        raise crash
+    return figures
