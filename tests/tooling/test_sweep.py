@@ -649,6 +649,19 @@ def test_a_mixture_of_experts_too_large_for_the_sweep_gets_fewer_smaller_experts
         assert deepseek(torch.tensor([[3, 4, 5]])).logits.shape == (1, 3, deepseek.config.vocab_size)
 
 
+def test_dbrx_is_built_tiny():
+    """DBRX keeps its sizes in nested configs (2.8M parameters on 4.x from its expert width), 5.x's attention reads a
+    rope_theta its attention config no longer declares, and 5.0's expert config has a hidden size of its own: it was
+    never swept. Built now, with experts that route (2 of 4) and a forward that runs."""
+    import torch
+
+    model = sweep.build("dbrx")
+    assert sum(p.numel() for p in model.parameters()) <= sweep.MAX_PARAMS
+    assert model.config.ffn_config.moe_top_k == 2 and model.config.ffn_config.moe_num_experts == 4
+    with torch.no_grad():
+        assert model(torch.tensor([[3, 4, 5]])).logits.shape == (1, 3, model.config.vocab_size)
+
+
 def test_the_mamba2_hybrids_are_built_with_an_attention_layer():
     """Bamba and GraniteMoeHybrid's configs refused the tiny sizes at construction (128 Mamba heads do not divide
     64) and were reported as absent from the release; Jamba needs no CUDA kernel and an attention layer in two."""

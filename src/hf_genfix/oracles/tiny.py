@@ -51,6 +51,13 @@ _PER_TYPE: dict[str, dict[str, Any]] = {
     "gemma3n_text": dict(num_hidden_layers=3, layer_types=["full_attention", "sliding_attention", "sliding_attention"],
                          num_kv_shared_layers=1, head_dim=8, hidden_size_per_layer_input=8,
                          vocab_size_per_layer_input=128, activation_sparsity_pattern=[0.0] * 3, laurel_rank=4),
+    # DBRX keeps its attention and expert sizes in nested configs (ffn_hidden_size 3584: 2.8M parameters on 4.x), and
+    # 5.x's attention reads attn_config.rope_theta, which its attention config no longer declares (the default
+    # config cannot build: AttributeError), so the tiny one gives it; its attention clamps by clip_qkv unconditionally
+    # (None: a TypeError in the first forward), so it gets 8, as the released checkpoints have. d_model by its own name:
+    # 5.x sizes the experts from it before hidden_size is mapped onto it (and see tiny_config: ffn_config.hidden_size).
+    "dbrx": dict(d_model=32, attn_config={"kv_n_heads": 2, "rope_theta": 10000.0, "clip_qkv": 8.0},
+                 ffn_config={"ffn_hidden_size": 32, "moe_num_experts": 4, "moe_top_k": 2}),
     "qwen3": dict(head_dim=8),
     "mistral": dict(head_dim=8),
     "cohere2": dict(head_dim=8),
@@ -202,6 +209,11 @@ def tiny_config(model_type: str, **overrides: Any) -> Any:
             raise ProbeSkipped(f"the tiny config of {model_type!r} is refused: {type(exc).__name__}: "
                                f"{str(exc)[:160]}") from exc
         raise ProbeSkipped(f"model type {model_type!r} is not in this transformers release") from exc
+    # An expert config that keeps a hidden size of its own (DBRX's ffn_config on 5.0 to 5.x: 6144 by default; 4.x
+    # refuses the key, later releases mirror d_model): the model's, or the experts do not fit the tiny model.
+    experts = getattr(config, "ffn_config", None)
+    if isinstance(getattr(experts, "hidden_size", None), int) and experts.hidden_size != config.hidden_size:
+        experts.hidden_size = config.hidden_size
     # Eager attention everywhere unless asked (here or by ``precision(attn=...)``): the reference and the cached
     # path then take the same kernels.
     if "attn_implementation" not in overrides:
