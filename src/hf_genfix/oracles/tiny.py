@@ -58,6 +58,16 @@ _PER_TYPE: dict[str, dict[str, Any]] = {
     # 5.x sizes the experts from it before hidden_size is mapped onto it (and see tiny_config: ffn_config.hidden_size).
     "dbrx": dict(d_model=32, attn_config={"kv_n_heads": 2, "rope_theta": 10000.0, "clip_qkv": 8.0},
                  ffn_config={"ffn_hidden_size": 32, "moe_num_experts": 4, "moe_top_k": 2}),
+    # 5.2x text models whose configs refuse or outgrow the tiny defaults: Dots3-Note's text model takes no grouped
+    # heads; Ergo's first dense block is 32768 wide; Kolibri's indexer heads must fit a key head's 2 query heads (its
+    # keys are rounded to NVFP4 in blocks of 16: heads of 16);
+    # Inkling-2's head sizes and logits (200058 wide) are their own keys.
+    "dots3_note_text": dict(num_key_value_heads=4),
+    "ergo": dict(first_dense_intermediate_size=64, shared_intermediate_size=16, sliding_window=8),
+    "kolibri1_1": dict(head_dim=16, index_num_heads=2, index_topk=4, index_pool_size=64, index_compression=2,
+                       index_num_local_tokens=4, index_num_sink_tokens=2, sliding_window=8),
+    "inkling2_text": dict(head_dim=8, swa_head_dim=8, swa_num_attention_heads=4, swa_num_key_value_heads=2,
+                          unpadded_vocab_size=128, sliding_window_size=8),
     "qwen3": dict(head_dim=8),
     "mistral": dict(head_dim=8),
     "cohere2": dict(head_dim=8),
