@@ -662,10 +662,11 @@ def test_dbrx_is_built_tiny():
         assert model(torch.tensor([[3, 4, 5]])).logits.shape == (1, 3, model.config.vocab_size)
 
 
-@pytest.mark.parametrize("model_type", ["dots3_note_text", "ergo", "kolibri1_1", "inkling2_text"])
+@pytest.mark.parametrize("model_type", ["dots3_note_text", "ergo", "kolibri1_1", "inkling2_text", "dory", "sarvam_mla"])
 def test_the_newest_text_models_are_built_tiny(model_type):
     """5.2x text models whose configs refused or outgrew the tiny defaults (grouped heads refused, a 32768-wide
-    dense block, indexer heads and NVFP4 blocks, 200058-wide logits): built, and a forward runs."""
+    dense block, indexer heads and NVFP4 blocks, 200058-wide logits, looped layers deeper than the tiny model, latent
+    attention with grouped heads): built, and a forward runs."""
     import torch
 
     from hf_genfix.oracles import ProbeSkipped

@@ -68,6 +68,13 @@ _PER_TYPE: dict[str, dict[str, Any]] = {
                        index_num_local_tokens=4, index_num_sink_tokens=2, sliding_window=8),
     "inkling2_text": dict(head_dim=8, swa_head_dim=8, swa_num_attention_heads=4, swa_num_key_value_heads=2,
                           unpadded_vocab_size=128, sliding_window_size=8),
+    # Dory loops its middle layers (8 input and 8 output layers by default, more than the tiny depth): one of each and
+    # two looped twice, each loop with its own keys and values; a window of 8 on its sliding layers.
+    "dory": dict(num_hidden_layers=4, n_input_layers=1, n_recurrent_layers=2, n_output_layers=1, n_recurrent_loops=2,
+                 head_dim=8, sliding_window=8),
+    # Sarvam-MLA: latent attention on DeepSeek-V3's code, whose keys have every query head (no grouped heads: the
+    # default two key heads of the tiny config repeat them into a shape error), as DeepSeek-V3 here.
+    "sarvam_mla": dict(num_key_value_heads=4),
     "qwen3": dict(head_dim=8),
     "mistral": dict(head_dim=8),
     "cohere2": dict(head_dim=8),
