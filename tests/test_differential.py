@@ -78,6 +78,12 @@ def _obs(outcome, output=0.0, error=None, message="m", where=""):
      "same-exception"),
     (("raised", 0.0, "TypeError", "m", "site-packages/transformers/generation/utils.py:1"),
      ("raised", 0.0, "RuntimeError", "m", "site-packages/hf_genfix/_patches/x/fix.py:9"), "worse"),
+    # upstream fails in a remote-code model's own module, hf_genfix past it in transformers' (4.51.0's MiniCPM)
+    (("raised", 0.0, "ImportError", "m", "/root/.cache/huggingface/modules/transformers_modules/m/modeling_m.py:3"),
+     ("raised", 0.0, "NameError", "m", "site-packages/transformers/modeling_utils.py:9"), "same-exception"),
+    (("raised", 0.0, "ImportError", "m", "/root/.cache/huggingface/modules/transformers_modules/m/modeling_m.py:3"),
+     ("raised", 0.0, "NameError", "m", "/root/.cache/huggingface/modules/transformers_modules/m/modeling_m.py:9"),
+     "worse"),
     # loud both ways, and hf_genfix's failure is transformers refusing the call in words (5.2's MiniMax)
     (("raised", 0.0, "TypeError"), ("raised", 0.0, "RuntimeError", "MiniMaxCache doesnot support `crop` method"),
      "same-exception"),

@@ -14,8 +14,9 @@ logits, the length of the returned cache) and, for scenarios that call the model
   and where the outputs are bitwise upstream's but for a returned cache's length, which hf_genfix's cache gives
   as the positions its layers hold and upstream's does not;
 - ``same-exception``: both raise an exception of the same type, or both raise and hf_genfix's is a refusal in
-  words (transformers' own, ``refuses``, or one of hf_genfix's ``...Unsupported`` errors), or both exceptions are
-  raised in transformers' own code (hf_genfix took the call past upstream's failure to another of upstream's);
+  words (transformers' own, ``refuses``, or one of hf_genfix's ``...Unsupported`` errors), or hf_genfix's is raised
+  in transformers' own code and upstream's there too or in a remote-code model's own module (hf_genfix took the
+  call past upstream's failure to another of upstream's);
 - ``unchanged``: upstream is wrong and hf_genfix returns the same (bitwise) wrong output: a defect it does not
   correct, not one it adds; also, in a scenario of several stages (a first turn, then a second from its cache),
   where upstream is wrong at an earlier stage that hf_genfix gets right, and a later stage is wrong both ways
@@ -253,13 +254,16 @@ def compare(upstream: Observation, ours: Observation) -> tuple[str, str]:
         # on eos_token_id=None upstream; with prompt-lookup's fix past it, "MiniMaxCache does not support crop"), or
         # one of hf_genfix's ``...Unsupported`` errors where upstream crashed on the same call (5.4's Mamba).
         return SAME_EXCEPTION, f"both raise: upstream {u.error}; with hf_genfix a refusal in words: {o.message}"
-    if o.outcome == RAISED and u.outcome == RAISED and _in_transformers(u.where) and _in_transformers(o.where):
+    if o.outcome == RAISED and u.outcome == RAISED and _in_transformers(o.where) \
+            and (_in_transformers(u.where) or _in_remote_code(u.where)):
         # Loud both ways, each exception raised in transformers' own code: hf_genfix took the call past the point
         # where upstream fails to another of upstream's failures, and added no answer (5.2.0's GLM-MoE-DSA prompt
         # lookup: upstream's TypeError on eos_token_id=None, which decoding-prompt-lookup-no-eos corrects, then the
-        # model's own RuntimeError on several tokens after a cache, which it raises without hf_genfix too).
-        return SAME_EXCEPTION, (f"both raise inside transformers: upstream {u.error}, with hf_genfix {o.error} at "
-                                f"{o.where}")
+        # model's own RuntimeError on several tokens after a cache, which it raises without hf_genfix too). The same
+        # where upstream fails in a remote-code model's own module (4.51.0's MiniCPM: its import of LogitsWarper,
+        # which a remote-code patch gives back, then 4.51.0's own NameError without accelerate).
+        return SAME_EXCEPTION, (f"both raise inside transformers or the model's code: upstream {u.error}, with "
+                                f"hf_genfix {o.error} at {o.where}")
     if o.outcome == WRONG:
         return WORSE, f"upstream raises {_error(u)}; hf_genfix returns a wrong answer instead: {o.message}"
     return WORSE, f"upstream {_describe(u)}; with hf_genfix {_describe(o)}"
@@ -300,6 +304,12 @@ def _in_transformers(where: str) -> bool:
     """Whether an exception's innermost frame (``file:line``) is transformers' code, not hf_genfix's or a test's."""
     path = where.replace("\\", "/")
     return "/transformers/" in path and "hf_genfix" not in path
+
+
+def _in_remote_code(where: str) -> bool:
+    """Whether an exception's innermost frame is a remote-code model's own module (transformers loads them as the
+    ``transformers_modules`` package)."""
+    return "/transformers_modules/" in where.replace("\\", "/")
 
 
 # Words of transformers' own refusals (``ValueError: ... is not supported``): the sweep's ``unsupported``.
