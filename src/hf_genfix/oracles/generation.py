@@ -64,6 +64,11 @@ def generate_cache_keyword(model: Any) -> str:
     return "cache" if renames_keyword(type(model).generate, "past_key_values") else "past_key_values"
 
 
+# A suppressed token's logit, written on both sides of an oracle (what generate() chose among, and the reference):
+# finite, so their difference is 0 (the sweep's padding id, never generated: ``suppress_tokens=[0]``).
+SUPPRESSED = -1e4
+
+
 def generate_steps(
     model: Any,
     input_ids: Any,

@@ -19,9 +19,10 @@ from __future__ import annotations
 import random
 from typing import Any, Sequence
 
-from .generation import Rows, check_rows_against_reference, generate_steps, left_pad
+from .generation import SUPPRESSED, Rows, check_rows_against_reference, generate_steps, left_pad
 from .outcome import DefectObserved, ProbeSkipped
 from .precision import cast
+from .reference import reference_logits
 from .tiny import tiny_config, tiny_model
 
 WINDOW = 8
@@ -156,7 +157,8 @@ def check_past_window(
 
 
 def check_same_as_greedy(
-    model: Any, row: Sequence[int], max_new_tokens: int, what: str, **decoding_kwargs: Any
+    model: Any, row: Sequence[int], max_new_tokens: int, what: str, suppress_pad: bool = False,
+    **decoding_kwargs: Any
 ) -> dict[str, Any]:
     """``decoding_kwargs`` (an assistant, prompt lookup, ...) give exactly plain greedy's tokens for ``row``.
 
@@ -164,18 +166,38 @@ def check_same_as_greedy(
     the mode's tokens must equal greedy's and the mode's per-step logits must match the same reference. The eos id
     is one that plain greedy never produces (prompt lookup needs an eos id on some releases), so both runs go to
     ``max_new_tokens``. ``ProbeSkipped`` where the no-cache forward is no reference (``reference_caveat``).
+    ``suppress_pad`` (the sweep's scenarios): the padding id (0) is never generated, on both runs and in the
+    reference, as in the sweep's ``left-padded``: a model that finds its pads by value (fairseq positions:
+    Speech2Text2, which generates it at step 2 of the prompt-lookup row under the calibrated weights) would
+    otherwise be judged against a reference that, by definition, skips that token as a pad.
     """
     import torch
 
     _reference_or_skip(model)
     rows = [list(row)]
     ids, mask = left_pad(rows)
-    greedy = generate_steps(model, ids, mask, max_new_tokens=max_new_tokens, pad_token_id=0, eos_token_id=None)
+    reference = None
+    if suppress_pad:
+        decoding_kwargs = dict(decoding_kwargs, suppress_tokens=[0])
+
+        def reference(b: int, tokens: list[int]) -> Any:
+            ref = reference_logits(model, tokens).clone()
+            ref[:, 0] = SUPPRESSED
+            return ref
+
+    def steps(**kwargs: Any) -> Any:
+        run = generate_steps(model, ids, mask, max_new_tokens=max_new_tokens, pad_token_id=0, **kwargs)
+        if suppress_pad and run.step_logits and torch.is_tensor(run.step_logits[0]):
+            for logits in run.step_logits:  # what generate() chose among: the same on both sides of the oracle
+                logits[:, 0] = SUPPRESSED
+        return run
+
+    greedy = steps(eos_token_id=None, **({"suppress_tokens": [0]} if suppress_pad else {}))
     _ran_to_the_end(greedy, max_new_tokens, f"{what} (plain greedy)")
-    figures = check_rows_against_reference(model, rows, greedy, f"{what}: plain greedy", eos_token_id=[])
+    figures = check_rows_against_reference(model, rows, greedy, f"{what}: plain greedy", eos_token_id=[],
+                                           reference=reference)
     eos = _unused_token(model, greedy.sequences[0].tolist())
-    run = generate_steps(model, ids, mask, max_new_tokens=max_new_tokens, pad_token_id=0, eos_token_id=eos,
-                         **decoding_kwargs)
+    run = steps(eos_token_id=eos, **decoding_kwargs)
     expected, actual = greedy.new_tokens(0), run.new_tokens(0)
     if len(actual) > len(expected) and actual[: len(expected)] == expected:
         raise DefectObserved(f"{what}: {len(actual)} new tokens for max_new_tokens={max_new_tokens} (the first "
@@ -195,7 +217,7 @@ def check_same_as_greedy(
         # below, against the reference of the sequence it chose, as every step of it is.
         figures["tie_at_step"] = step
     if checked:
-        mode = check_rows_against_reference(model, rows, run, what, eos_token_id=[])
+        mode = check_rows_against_reference(model, rows, run, what, eos_token_id=[], reference=reference)
         figures["max_logit_diff"] = max(figures["max_logit_diff"], mode["max_logit_diff"])
     figures.update(tokens=ids.shape[1] + max_new_tokens)
     return figures
