@@ -8,6 +8,7 @@ decoder takes no position ids).
 
 from __future__ import annotations
 
+import importlib
 import json
 
 import pytest
@@ -299,6 +300,37 @@ def test_a_manifest_claims_scenarios(make_registry, fake_scenarios, tmp_path, cl
     if verdict == "known":
         assert finding["explained_by"] == "claimer" and "patch disabled here" in finding["cause"]
         assert not sweep.failed(out)
+
+
+@pytest.mark.parametrize("claims, verdict", [(["always_wrong/ll*"], "known"), (["always_wrong"], "unknown")])
+def test_an_installed_patch_that_leaves_a_wrong_answer_explains_it_only_where_its_claim_names_the_model(
+        make_registry, fake_scenarios, tmp_path, claims, verdict):
+    """Installed, and the answer stays upstream's silently wrong one: a claim for every model type says where the
+    patch's defect shows, not that every wrong answer there is it (Speech2Text2's prompt lookup on 4.46-4.50 read
+    "known: decoding-prompt-lookup-length", which does not touch it)."""
+    make_registry()
+    registry = _claiming_registry(tmp_path, claims)
+    registry.revert()
+    registry = Registry(registry.manifests(), Config(toggles={}))
+    registry.activate()
+    importlib.import_module(f"{PKG}.target")  # its target imported: installed (it touches no generate() call)
+    try:
+        out = sweep.run_sweep(registry, archs=["llama"], scenarios=["always_wrong"])
+    finally:
+        registry.revert()
+    finding = (out["known"] + out["unknown"])[0]
+    assert finding["verdict"] == verdict, finding["cause"]
+    assert sweep.failed(out) == (verdict == "unknown")
+
+
+def test_a_model_that_finds_its_pads_by_value_never_generates_the_pad_in_the_same_as_greedy_scenarios():
+    """Speech2Text2 (fairseq positions, pads found by value) generates the padding id at step 2 of prompt-lookup's
+    row under the calibrated weights, and the reference then skips that token as a pad by definition: 0.0214 at
+    step 4, which a claim for every model type had called known. The pad is suppressed on both sides now."""
+    from hf_genfix.testing.patches import sweep_subject
+
+    subject = sweep_subject("speech_to_text_2")
+    assert sweep.SCENARIOS["prompt-lookup"](subject)["max_logit_diff"] < 1e-4
 
 
 def test_claimed_scenarios_exist():
