@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 from typing import Any, Sequence
 
-from .generation import SUPPRESSED, Rows, check_rows_against_reference, generate_steps, left_pad
+from .generation import Rows, check_rows_against_reference, generate_steps, left_pad
 from .outcome import DefectObserved, ProbeSkipped
 from .precision import cast
 from .reference import reference_logits
@@ -176,26 +176,24 @@ def check_same_as_greedy(
     _reference_or_skip(model)
     rows = [list(row)]
     ids, mask = left_pad(rows)
-    reference = None
     if suppress_pad:
         decoding_kwargs = dict(decoding_kwargs, suppress_tokens=[0])
 
-        def reference(b: int, tokens: list[int]) -> Any:
-            ref = reference_logits(model, tokens).clone()
-            ref[:, 0] = SUPPRESSED
-            return ref
-
     def steps(**kwargs: Any) -> Any:
-        run = generate_steps(model, ids, mask, max_new_tokens=max_new_tokens, pad_token_id=0, **kwargs)
-        if suppress_pad and run.step_logits and torch.is_tensor(run.step_logits[0]):
-            for logits in run.step_logits:  # what generate() chose among: the same on both sides of the oracle
-                logits[:, 0] = SUPPRESSED
-        return run
+        return generate_steps(model, ids, mask, max_new_tokens=max_new_tokens, pad_token_id=0, **kwargs)
+
+    def check(run: Any, label: str) -> dict[str, Any]:
+        # The logits are compared whole (a move of the pad's logit too); the greedy choice among the tokens
+        # generate() could choose (the pad suppressed) is checked apart.
+        figures = check_rows_against_reference(model, rows, run, label, eos_token_id=[],
+                                               check_tokens=not suppress_pad)
+        if suppress_pad:
+            _greedy_without_pad(model, rows[0], run, label)
+        return figures
 
     greedy = steps(eos_token_id=None, **({"suppress_tokens": [0]} if suppress_pad else {}))
     _ran_to_the_end(greedy, max_new_tokens, f"{what} (plain greedy)")
-    figures = check_rows_against_reference(model, rows, greedy, f"{what}: plain greedy", eos_token_id=[],
-                                           reference=reference)
+    figures = check(greedy, f"{what}: plain greedy")
     eos = _unused_token(model, greedy.sequences[0].tolist())
     run = steps(eos_token_id=eos, **decoding_kwargs)
     expected, actual = greedy.new_tokens(0), run.new_tokens(0)
@@ -217,10 +215,23 @@ def check_same_as_greedy(
         # below, against the reference of the sequence it chose, as every step of it is.
         figures["tie_at_step"] = step
     if checked:
-        mode = check_rows_against_reference(model, rows, run, what, eos_token_id=[], reference=reference)
+        mode = check(run, what)
         figures["max_logit_diff"] = max(figures["max_logit_diff"], mode["max_logit_diff"])
     figures.update(tokens=ids.shape[1] + max_new_tokens)
     return figures
+
+
+def _greedy_without_pad(model: Any, row: Sequence[int], run: Any, what: str) -> None:
+    """Each generated token is the greedy choice among the tokens other than the pad (0), by the step's own logits or
+    the no-cache reference's (``check_rows_against_reference``'s token check, with the pad suppressed)."""
+    new = run.new_tokens(0)[: len(run.step_logits)]
+    ref = reference_logits(model, list(row) + new)
+    for t, token in enumerate(new):
+        expected, actual = ref[len(row) - 1 + t].clone(), run.step_logits[t][0].float().clone()
+        expected[0] = actual[0] = float("-inf")
+        if int(actual.argmax()) != token and int(expected.argmax()) != token:
+            raise DefectObserved(f"{what}: step {t}: generated token {token} is not the greedy choice "
+                                 f"{int(expected.argmax())} of the reference (the pad suppressed)", step=t)
 
 
 # Two continuations that part where the no-cache reference scores both tokens within this of each other are a
