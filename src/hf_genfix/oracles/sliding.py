@@ -166,10 +166,11 @@ def check_same_as_greedy(
     the mode's tokens must equal greedy's and the mode's per-step logits must match the same reference. The eos id
     is one that plain greedy never produces (prompt lookup needs an eos id on some releases), so both runs go to
     ``max_new_tokens``. ``ProbeSkipped`` where the no-cache forward is no reference (``reference_caveat``).
-    ``suppress_pad`` (the sweep's scenarios): the padding id (0) is never generated, on both runs and in the
-    reference, as in the sweep's ``left-padded``: a model that finds its pads by value (fairseq positions:
+    ``suppress_pad`` (the sweep's scenarios): the padding id (0) is never generated (``suppress_tokens`` on both
+    runs, as in the sweep's ``left-padded``): a model that finds its pads by value (fairseq positions:
     Speech2Text2, which generates it at step 2 of the prompt-lookup row under the calibrated weights) would
-    otherwise be judged against a reference that, by definition, skips that token as a pad.
+    otherwise be judged against a reference that, by definition, skips that token as a pad. The logits are still
+    compared whole; the greedy choice is checked among the other tokens.
     """
     import torch
 
