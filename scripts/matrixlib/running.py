@@ -90,7 +90,7 @@ def doctor(env_name: str, results: Path = RESULTS, tox_ini: Path = TOX_INI) -> i
     out.parent.mkdir(parents=True, exist_ok=True)  # doctor creates no folders (a typo in --output is an error)
     swept = split_env(env_name)[0] in suite_releases(tox_ini)
     cmd = [sys.executable, "-m", "hf_genfix", "doctor", "--output", str(out)]
-    code = subprocess.call(cmd + (SWEEP_ARGS if swept else []))
+    code = subprocess.call(cmd + (sweep_args() if swept else []))
     if not out.exists():
         return code or 1
     report = json.loads(out.read_text(encoding="utf-8"))
@@ -99,7 +99,7 @@ def doctor(env_name: str, results: Path = RESULTS, tox_ini: Path = TOX_INI) -> i
     if swept:
         failing = sweep_failures(report.get("sweep"))
         if failing or code:
-            print(f"matrix: {env_name}: hf-genfix doctor {' '.join(SWEEP_ARGS)} FAILED (exit {code}): "
+            print(f"matrix: {env_name}: hf-genfix doctor {' '.join(sweep_args())} FAILED (exit {code}): "
                   + ("; ".join(failing) or "no sweep in the report"))
             return 1
     return 0
@@ -107,6 +107,13 @@ def doctor(env_name: str, results: Path = RESULTS, tox_ini: Path = TOX_INI) -> i
 
 # What a suite release's doctor adds (docs/matrix.md: the sweep).
 SWEEP_ARGS = ["--sweep", "--differential"]
+
+
+def sweep_args() -> list[str]:
+    """``SWEEP_ARGS``, and ``--jobs N`` where ``GENFIX_SWEEP_JOBS=N`` asks for the architectures in N worker
+    processes (``tox -e tf-5.25.0`` alone on a machine of N cores; doctor checks the number)."""
+    jobs = os.environ.get("GENFIX_SWEEP_JOBS", "").strip()
+    return SWEEP_ARGS + (["--jobs", jobs] if jobs else [])
 
 
 def sweep_failures(sweep: Mapping[str, Any] | None) -> list[str]:

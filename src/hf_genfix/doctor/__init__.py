@@ -130,7 +130,7 @@ def _main(args: argparse.Namespace, registry: Any, setting: Any) -> int:
             report["sweep"] = sweep_mod.run_sweep(
                 registry, archs=args.arch or None, scenarios=args.scenario or None, budget_s=args.sweep_budget,
                 differential_all=args.differential, progress=None if args.quiet else sweep_mod.stderr_progress,
-                quick=args.quick, recall=known_defects(report) if args.recall else None,
+                quick=args.quick, recall=known_defects(report) if args.recall else None, jobs=args.jobs,
             )
         report["sweep"]["attn"] = swept.attn
         if sweep_mod.failed(report["sweep"]):

@@ -34,6 +34,18 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def job_count(text: str) -> int:
+    """``--jobs``: a whole number of worker processes, at least 1 (``0`` would be a guess at the cores; say it)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of worker processes (1 or more; "
+                                         f"this machine has {os.cpu_count() or 1} cores)")
+    return value
+
+
 def output_problem(path: str) -> str | None:
     """Why the report cannot be written to ``path`` (checked before any probe runs), or None.
 
@@ -167,6 +179,9 @@ def parser() -> argparse.ArgumentParser:
                         help="with --sweep: only these scenarios (repeatable)")
     parser.add_argument("--sweep-budget", type=positive_seconds, default=None, metavar="SECONDS",
                         help="with --sweep: stop starting new architectures after this many seconds")
+    parser.add_argument("--jobs", type=job_count, default=1, metavar="N",
+                        help="with --sweep: judge the architectures in N worker processes (default 1; one per core "
+                             "is about N times faster; a --quick sweep runs in one)")
     parser.add_argument("--differential", action="store_true",
                         help="with --sweep: also run every scenario without hf_genfix and compare the outputs "
                              "(never worse than upstream; about twice the time)")
@@ -197,7 +212,8 @@ def check(parser: argparse.ArgumentParser, args: argparse.Namespace, registry: A
     sweep_only = [flag for flag, given in (("--differential", args.differential), ("--quick", args.quick),
                                            ("--arch", args.arch), ("--scenario", args.scenario),
                                            ("--sweep-budget", args.sweep_budget is not None),
-                                           ("--recall", args.recall), ("--attn", args.attn is not None))
+                                           ("--recall", args.recall), ("--attn", args.attn is not None),
+                                           ("--jobs", args.jobs != 1))
                   if given]
     if sweep_only and not args.sweep:
         parser.error(f"{', '.join(sweep_only)} go{'es' if len(sweep_only) == 1 else ''} with --sweep")

@@ -1138,6 +1138,22 @@ class Recall:
                     or differential.difference(off.outputs, o.outputs)):
                 self._add(pid, subject, name, "with it alone off the scenario fails", pair)
 
+    def state(self) -> dict[str, Any]:
+        """What this tracker has seen (a worker of a ``jobs`` sweep sends it back: ``absorb``)."""
+        return {"hits": self.hits, "tried": self.tried, "failing_upstream": self.failing_upstream}
+
+    def absorb(self, states: Iterable[dict[str, Any]], order: dict[str, int]) -> None:
+        """Add the workers' ``state()``s to this one: the hits in the sweep's order of architectures (the first
+        is the one a report quotes), the counts summed."""
+        for state in states:
+            for pid, hits in state.get("hits", {}).items():
+                self.hits.setdefault(pid, []).extend(hits)
+            for pid, n in state.get("tried", {}).items():
+                self.tried[pid] = self.tried.get(pid, 0) + n
+            self.failing_upstream += state.get("failing_upstream", 0)
+        for hits in self.hits.values():
+            hits.sort(key=lambda hit: order.get(hit["arch"], len(order)))
+
     def why(self, pid: str, sweep: dict[str, Any]) -> str:
         """Why the sweep did not find ``pid``, from what it built and ran."""
         remote = {f"transformers_modules.{a}" for a in sweep.get("architectures", {}) if a.startswith("remote-")}
@@ -1195,7 +1211,7 @@ def open_finding(scenario: str, model_type: str, version: str | None) -> dict[st
 def run_sweep(registry: Any = None, archs: Iterable[str] | None = None, scenarios: Iterable[str] | None = None,
               budget_s: float | None = None, differential_all: bool = False,
               progress: Callable[[str], None] | None = None, quick: bool = False,
-              recall: Iterable[str] | None = None) -> dict[str, Any]:
+              recall: Iterable[str] | None = None, jobs: int = 1) -> dict[str, Any]:
     """Run ``scenarios`` (all by default) on ``archs`` (every decoder-only type by default) and judge them.
 
     ``differential_all``: also run every scenario without hf_genfix and record ``differential.compare``'s verdict
@@ -1203,22 +1219,136 @@ def run_sweep(registry: Any = None, archs: Iterable[str] | None = None, scenario
     ``budget_s`` stops starting new architectures (coverage, never a verdict). ``quick``: a deterministic sample
     of the architectures (``QUICK_ARCHS`` of them unless ``archs`` names them) and of each scenario's combinations
     (``pick``). ``recall``: the ids of the patches whose probe shows their defect on this release (doctor's); the
-    sweep then says which of them it finds by itself (``Recall``; it implies ``differential_all``).
+    sweep then says which of them it finds by itself (``Recall``; it implies ``differential_all``). ``jobs``: run
+    the architectures in that many worker processes (``sweep.jobs``; a quick sweep runs in this one).
     """
     global _quick
     _quick = quick
     try:
         return _run_sweep(registry, archs, scenarios, budget_s, differential_all or recall is not None, progress,
-                          quick, None if recall is None else list(recall))
+                          quick, None if recall is None else list(recall), jobs)
     finally:
         _quick = False
 
 
+class ArchRun:
+    """What judging one architecture needs besides the architecture: the scenarios, the differential's switch,
+    the recall tracker and the explanations already searched (``explain``'s memo, per scenario). The sweep's own
+    process has one; so does each worker process of a ``jobs`` sweep (``sweep.jobs``)."""
+
+    def __init__(self, registry: Any, names: list[str], differential_all: bool, recall: list[str] | None):
+        self.registry = registry
+        self.names = names
+        self.differential_all = differential_all
+        self.tracker = Recall(registry, recall) if recall is not None else None
+        self.memos: dict[str, dict[str, Any]] = {}
+        self.summaries = {s.id: s.summary for s in registry.status()}
+
+    def judge(self, model_type: str, kind: str) -> dict[str, Any]:
+        """Build ``model_type`` tiny, run and judge every scenario of its kind: a plain record of the outcome
+        (``merge`` adds it to the report), the same from a worker process as from this one."""
+        registry, summaries = self.registry, self.summaries
+        done: dict[str, Any] = {"type": model_type, "skipped": None, "unusable": None, "result": None,
+                                "findings": [], "settled": [], "pairs": []}
+        arch_start = time.perf_counter()
+        try:
+            subject = KINDS[kind][1](model_type) if kind in KINDS else Subject(model_type)
+        except ProbeSkipped as exc:
+            done.update(skipped=str(exc), line=f"not built tiny ({exc})")
+            return done
+        except Exception as exc:  # noqa: BLE001
+            done["skipped"] = f"cannot build: {type(exc).__name__}: {_short(exc)}"
+            done["line"] = f"not built tiny ({done['skipped']})"
+            return done
+        per: dict[str, dict[str, Any]] = {}
+        runs: dict[str, differential.Observation] = {}
+        look = SecondLook(kind, model_type)
+        here = [n for n in self.names if kind_of(SCENARIOS[n]) == kind]
+        for name in here:
+            per[name], obs = attempt(SCENARIOS[name], subject)
+            if obs is not None:
+                runs[name] = obs
+        ran = [o for o in per.values() if o["outcome"] not in (SKIPPED, UNSUPPORTED)]
+        messages = {o.get("message", "").split(" (at ")[0] for o in ran}
+        if len(ran) >= 3 and all(o["outcome"] == "crash" for o in ran) and len(messages) == 1:
+            # Every scenario dies the same way: the tiny config does not suit this architecture (a hybrid with
+            # no attention layer at 2 layers, a head size the defaults break), not one generation path.
+            for out in per.values():
+                out["verdict"] = UNUSABLE if out["outcome"] == "crash" else out["outcome"]
+            done.update(unusable=ran[0]["message"], line=f"unusable tiny, every scenario fails with {ran[0]['message']}",
+                        result={"seconds": round(time.perf_counter() - arch_start, 3), "scenarios": per})
+            return done
+        for name in here:
+            func, out = SCENARIOS[name], per[name]
+            pair = None
+            if self.differential_all and name in runs:
+                pair = differential.differential(registry, func, subject, (subject.model,),
+                                                 getattr(func, "record_forward", False), ours=runs[name])
+                verdict, detail = pair["verdict"], pair["detail"]
+                if verdict != differential.IDENTICAL and subject.lacks(getattr(func, "needs", ())):
+                    verdict = _unsupported_pair(pair)
+                if verdict == differential.WORSE:
+                    verdict, detail = _rounding(registry, func, subject, pair) or (verdict, detail)
+                out["differential"] = {"verdict": verdict, "detail": detail}
+                done["pairs"].append(verdict)
+            if out["outcome"] == PASS:
+                out["verdict"] = PASS
+                if pair is not None and out["differential"]["verdict"] == differential.WORSE:
+                    out.update(verdict=WORSE, cause=f"hf_genfix: {pair['detail']}", explained_by=None)
+                elif suspect(out.get("max_logit_diff")):
+                    verdict, cause, value = second_look(look, name, out["max_logit_diff"])
+                    out.update(verdict=PASS if verdict == SETTLED else verdict, explained_by=None, cause=cause,
+                               float64_logit_diff=value)
+                    if verdict == UNKNOWN:
+                        out["outcome"] = "defect"  # in float64 it keeps its size: the pass was the tolerance's
+                    if verdict == SETTLED:
+                        done["settled"].append({"arch": model_type, "scenario": name,
+                                                "max_logit_diff": out["max_logit_diff"],
+                                                "float64_logit_diff": value, "cause": cause})
+            elif out["outcome"] == SKIPPED:
+                out["verdict"] = SKIPPED
+            elif out["outcome"] == UNSUPPORTED and name not in runs:
+                out["verdict"] = UNSUPPORTED
+            else:
+                out.update(explain(registry, func, subject, out, self.memos.setdefault(name, {}), pair))
+            if out.get("differential", {}).get("verdict") == differential.WORSE and out["verdict"] != WORSE:
+                # The differential counts it worse (both fail, hf_genfix otherwise than upstream): it is listed as
+                # worse too, so that the summary's count is the number of lines (what explained the failure stays
+                # in the cause).
+                out.update(verdict=WORSE, cause=f"hf_genfix: {out['differential']['detail']} "
+                                                f"(the failure itself: {out.get('cause', '')})", explained_by=None)
+            if self.tracker is not None:
+                self.tracker.attribute(func, subject, name, out, pair)
+            if out["verdict"] in (PASS, SKIPPED):
+                continue
+            finding = {"arch": model_type, "scenario": name, "kind": out["outcome"], "verdict": out["verdict"],
+                       "step": out.get("step"), "row": out.get("row"),
+                       "max_logit_diff": out.get("max_logit_diff"), "message": out.get("message", ""),
+                       "cause": out.get("cause", out.get("message", "")), "explained_by": out.get("explained_by"),
+                       "summary": summaries.get(out.get("explained_by") or "", ""),
+                       "catalog_wrong": out.get("catalog_wrong", False)}
+            group = {CATALOG_WRONG: KNOWN, WORSE: UNKNOWN, LOUD: UNSUPPORTED, OPEN: KNOWN}.get(out["verdict"],
+                                                                                            out["verdict"])
+            if out["verdict"] == UNSUPPORTED and name not in runs:
+                continue  # not run at all (no KV cache): in the per-architecture results only
+            done["findings"].append((group, finding))
+        seconds = time.perf_counter() - arch_start
+        done["result"] = {"seconds": round(seconds, 3), "scenarios": per}
+        verdicts = [o["verdict"] for o in per.values()]
+        counts = ", ".join(f"{verdicts.count(v)} {v}" for v in (PASS, SKIPPED, UNSUPPORTED, LOUD, KNOWN,
+                                                                   CATALOG_WRONG, WORSE, UNKNOWN) if verdicts.count(v))
+        done["line"] = f"{len(here)} scenarios in {seconds:.1f} s: {counts}"
+        return done
+
+
 def _run_sweep(registry: Any, archs: Iterable[str] | None, scenarios: Iterable[str] | None, budget_s: float | None,
                differential_all: bool, progress: Callable[[str], None] | None, quick: bool,
-               recall: list[str] | None = None) -> dict[str, Any]:
+               recall: list[str] | None = None, jobs: int = 1) -> dict[str, Any]:
     import hf_genfix
 
+    if jobs > 1 and registry is not None and registry is not hf_genfix._activation.registry():
+        raise ValueError("run_sweep(jobs>1): the workers judge with the process-wide registry (hf_genfix's own), "
+                         "not the one given")
     registry = registry or hf_genfix._activation.registry()
     start = time.perf_counter()
     names = list(scenarios or SCENARIOS)
@@ -1239,111 +1369,51 @@ def _run_sweep(registry: Any, archs: Iterable[str] | None, scenarios: Iterable[s
     skipped: dict[str, str] = {}
     findings: dict[str, list[dict[str, Any]]] = {v: [] for v in (UNKNOWN, KNOWN, UNSUPPORTED, SUSPECT)}
     settled: list[dict[str, Any]] = []
-    tracker = Recall(registry, recall) if recall is not None else None
     not_reached: list[str] = []
     unusable: dict[str, str] = {}
-    memos: dict[str, dict[str, Any]] = {}
     pairs: list[str] = []
-    summaries = {s.id: s.summary for s in registry.status()}
     say = progress or (lambda line: None)
-    for index, model_type in enumerate(types, 1):
-        counter = f"[{index:>{len(str(len(types)))}}/{len(types)}] {model_type}"
-        kind = kinds[model_type]
-        if want is not None and sum(1 for t in results if kinds[t] == kind) >= want[kind]:
-            continue
-        if budget_s is not None and time.perf_counter() - start > budget_s:
-            not_reached.append(model_type)
-            continue
-        arch_start = time.perf_counter()
-        try:
-            subject = KINDS[kind][1](model_type) if kind in KINDS else Subject(model_type)
-        except ProbeSkipped as exc:
-            skipped[model_type] = str(exc)
-            say(f"{counter}: not built tiny ({exc})")
-            continue
-        except Exception as exc:  # noqa: BLE001
-            skipped[model_type] = f"cannot build: {type(exc).__name__}: {_short(exc)}"
-            say(f"{counter}: not built tiny ({skipped[model_type]})")
-            continue
-        per: dict[str, dict[str, Any]] = {}
-        runs: dict[str, differential.Observation] = {}
-        look = SecondLook(kind, model_type)
-        here = [n for n in names if kind_of(SCENARIOS[n]) == kind]
-        for name in here:
-            per[name], obs = attempt(SCENARIOS[name], subject)
-            if obs is not None:
-                runs[name] = obs
-        ran = [o for o in per.values() if o["outcome"] not in (SKIPPED, UNSUPPORTED)]
-        messages = {o.get("message", "").split(" (at ")[0] for o in ran}
-        if len(ran) >= 3 and all(o["outcome"] == "crash" for o in ran) and len(messages) == 1:
-            # Every scenario dies the same way: the tiny config does not suit this architecture (a hybrid with
-            # no attention layer at 2 layers, a head size the defaults break), not one generation path.
-            unusable[model_type] = ran[0]["message"]
-            for out in per.values():
-                out["verdict"] = UNUSABLE if out["outcome"] == "crash" else out["outcome"]
-            results[model_type] = {"seconds": round(time.perf_counter() - arch_start, 3), "scenarios": per}
-            say(f"{counter}: unusable tiny, every scenario fails with {ran[0]['message']}")
-            continue
-        for name in here:
-            func, out = SCENARIOS[name], per[name]
-            pair = None
-            if differential_all and name in runs:
-                pair = differential.differential(registry, func, subject, (subject.model,),
-                                                 getattr(func, "record_forward", False), ours=runs[name])
-                verdict, detail = pair["verdict"], pair["detail"]
-                if verdict != differential.IDENTICAL and subject.lacks(getattr(func, "needs", ())):
-                    verdict = _unsupported_pair(pair)
-                if verdict == differential.WORSE:
-                    verdict, detail = _rounding(registry, func, subject, pair) or (verdict, detail)
-                out["differential"] = {"verdict": verdict, "detail": detail}
-                pairs.append(verdict)
-            if out["outcome"] == PASS:
-                out["verdict"] = PASS
-                if pair is not None and out["differential"]["verdict"] == differential.WORSE:
-                    out.update(verdict=WORSE, cause=f"hf_genfix: {pair['detail']}", explained_by=None)
-                elif suspect(out.get("max_logit_diff")):
-                    verdict, cause, value = second_look(look, name, out["max_logit_diff"])
-                    out.update(verdict=PASS if verdict == SETTLED else verdict, explained_by=None, cause=cause,
-                               float64_logit_diff=value)
-                    if verdict == UNKNOWN:
-                        out["outcome"] = "defect"  # in float64 it keeps its size: the pass was the tolerance's
-                    if verdict == SETTLED:
-                        settled.append({"arch": model_type, "scenario": name, "max_logit_diff": out["max_logit_diff"],
-                                        "float64_logit_diff": value, "cause": cause})
-            elif out["outcome"] == SKIPPED:
-                out["verdict"] = SKIPPED
-            elif out["outcome"] == UNSUPPORTED and name not in runs:
-                out["verdict"] = UNSUPPORTED
-            else:
-                out.update(explain(registry, func, subject, out, memos.setdefault(name, {}), pair))
-            if out.get("differential", {}).get("verdict") == differential.WORSE and out["verdict"] != WORSE:
-                # The differential counts it worse (both fail, hf_genfix otherwise than upstream): it is listed as
-                # worse too, so that the summary's count is the number of lines (what explained the failure stays
-                # in the cause).
-                out.update(verdict=WORSE, cause=f"hf_genfix: {out['differential']['detail']} "
-                                                f"(the failure itself: {out.get('cause', '')})", explained_by=None)
-            if tracker is not None:
-                tracker.attribute(func, subject, name, out, pair)
-            if out["verdict"] in (PASS, SKIPPED):
-                continue
-            finding = {"arch": model_type, "scenario": name, "kind": out["outcome"], "verdict": out["verdict"],
-                       "step": out.get("step"), "row": out.get("row"),
-                       "max_logit_diff": out.get("max_logit_diff"), "message": out.get("message", ""),
-                       "cause": out.get("cause", out.get("message", "")), "explained_by": out.get("explained_by"),
-                       "summary": summaries.get(out.get("explained_by") or "", ""),
-                       "catalog_wrong": out.get("catalog_wrong", False)}
-            group = {CATALOG_WRONG: KNOWN, WORSE: UNKNOWN, LOUD: UNSUPPORTED, OPEN: KNOWN}.get(out["verdict"],
-                                                                                            out["verdict"])
-            if out["verdict"] == UNSUPPORTED and name not in runs:
-                continue  # not run at all (no KV cache): in the per-architecture results only
+    width = len(str(len(types)))
+    here = ArchRun(registry, names, differential_all, recall)
+    tracker = here.tracker
+
+    def merge(index: int, done: dict[str, Any]) -> None:
+        model_type = done["type"]
+        say(f"[{index:>{width}}/{len(types)}] {model_type}: {done['line']}"
+            + (f" (elapsed {time.perf_counter() - start:.0f} s)" if done["result"] and not done["unusable"] else ""))
+        if done["skipped"] is not None:
+            skipped[model_type] = done["skipped"]
+            return
+        if done["unusable"] is not None:
+            unusable[model_type] = done["unusable"]
+        results[model_type] = done["result"]
+        for group, finding in done["findings"]:
             findings[group].append(finding)
-        seconds = time.perf_counter() - arch_start
-        results[model_type] = {"seconds": round(seconds, 3), "scenarios": per}
-        verdicts = [o["verdict"] for o in per.values()]
-        counts = ", ".join(f"{verdicts.count(v)} {v}" for v in (PASS, SKIPPED, UNSUPPORTED, LOUD, KNOWN,
-                                                                   CATALOG_WRONG, WORSE, UNKNOWN) if verdicts.count(v))
-        say(f"{counter}: {len(here)} scenarios in {seconds:.1f} s: {counts} "
-            f"(elapsed {time.perf_counter() - start:.0f} s)")
+        settled.extend(done["settled"])
+        pairs.extend(done["pairs"])
+
+    if jobs > 1 and want is None:
+        from . import jobs as parallel
+
+        records, states = parallel.judge_all(types, kinds, jobs, here, budget_s, start, merge)
+        not_reached.extend(t for t in types if t not in records)
+        # Each worker judged its share in the order given; the report lists them in the sweep's order.
+        results = {t: results[t] for t in types if t in results}
+        order = {t: i for i, t in enumerate(types)}
+        for group in findings.values():
+            group.sort(key=lambda f: order.get(f["arch"], len(order)))
+        settled.sort(key=lambda f: order.get(f["arch"], len(order)))
+        if tracker is not None:
+            tracker.absorb(states, order)
+    else:
+        for index, model_type in enumerate(types, 1):
+            kind = kinds[model_type]
+            if want is not None and sum(1 for t in results if kinds[t] == kind) >= want[kind]:
+                continue
+            if budget_s is not None and time.perf_counter() - start > budget_s:
+                not_reached.append(model_type)
+                continue
+            merge(index, here.judge(model_type, kind))
     out = {
         "seconds": round(time.perf_counter() - start, 3),
         "scenarios": names,
