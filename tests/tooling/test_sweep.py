@@ -323,6 +323,29 @@ def test_an_installed_patch_that_leaves_a_wrong_answer_explains_it_only_where_it
     assert sweep.failed(out) == (verdict == "unknown")
 
 
+@pytest.mark.parametrize("claims", [["crashes"], ["crashes/ll*"]])
+def test_a_crash_an_installed_claimer_leaves_as_upstream_is_a_loud_upstream_error_naming_the_claim(
+        make_registry, fake_scenarios, tmp_path, claims):
+    """The same exception with every patch off, and the installed patch that claims the scenario leaves it: the user
+    gets upstream's exception (5.2.0's GLM-MoE-DSA prompt lookup, a shape error, had read "known:
+    decoding-prompt-lookup-length")."""
+    make_registry()
+    registry = _claiming_registry(tmp_path, claims)
+    registry.revert()
+    registry = Registry(registry.manifests(), Config(toggles={}))
+    registry.activate()
+    importlib.import_module(f"{PKG}.target")  # installed
+    try:
+        out = sweep.run_sweep(registry, archs=["llama"], scenarios=["crashes"])
+    finally:
+        registry.revert()
+    assert out["known"] == [] and out["unknown"] == []
+    (loud,) = out["unsupported"]
+    assert loud["verdict"] == "upstream-error" and loud["explained_by"] is None
+    assert "KeyError" in loud["cause"] and "claimer claims this scenario" in loud["cause"]
+    assert sweep.counts_of(out)["upstream_error"] == 1 and not sweep.failed(out)
+
+
 def test_a_model_that_finds_its_pads_by_value_never_generates_the_pad_in_the_same_as_greedy_scenarios():
     """Speech2Text2 (fairseq positions, pads found by value) generates the padding id at step 2 of prompt-lookup's
     row under the calibrated weights, and the reference then skips that token as a pad by definition: 0.0214 at

@@ -880,7 +880,16 @@ def explain(registry: Any, func: Scenario, subject: Subject, out: dict[str, Any]
         if untouched and out.get("error") and _defines(manifest, out["error"]):
             return {"verdict": KNOWN, "explained_by": manifest.id,
                     "cause": f"known: {manifest.id} (installed: it refuses the call, which upstream fails too)"}
-        if untouched and (out["outcome"] == "crash" or _names_model_type(manifest, name, subject.model_type)):
+        if untouched and out["outcome"] == "crash" and pair is not None:
+            # The same exception with every patch off, and the installed patch that claims the scenario leaves it:
+            # the user gets upstream's exception, a loud upstream error, whatever the claim says the scenario shows
+            # elsewhere (5.2.0's GLM-MoE-DSA prompt lookup, a shape error in its indexer, had read "known:
+            # decoding-prompt-lookup-length"; GraniteMoeHybrid's prefix reuse, an AttributeError, "known:
+            # model-granitemoehybrid-chunk-state"). The claim is named, so a reader sees where it stops.
+            return {"verdict": LOUD, "explained_by": None,
+                    "cause": f"upstream raises it too, with every patch off: {pair['upstream'].message} "
+                             f"({manifest.id} claims this scenario and leaves this architecture as upstream has it)"}
+        if untouched and _names_model_type(manifest, name, subject.model_type):
             # A claim for every model type (``sweep = ["prompt-lookup"]``) says the scenario shows the patch's
             # defect, not that every wrong answer there is it: a silently wrong answer the installed patch leaves as
             # upstream has it on a model its claim does not name is judged below (Speech2Text2's prompt lookup on
