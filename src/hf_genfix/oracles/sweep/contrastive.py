@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..generation import check_rows_against_reference, generate_steps, left_pad
+from ..generation import SUPPRESSED, check_rows_against_reference, generate_steps, left_pad
 from ..outcome import DefectObserved, ProbeSkipped
 from ..reference import forward_takes, reference_logits
-from .core import _SUPPRESSED, Subject, scenario
+from .core import Subject, scenario
 from .families import ENCODER_DECODER, Seq2SeqSubject
 
 ALPHA, TOP_K, NEW_TOKENS = 0.6, 4, 4
@@ -73,7 +73,7 @@ def _check_choices(forward: Forward, rows: list[list[int]], run: Any, what: str,
             logits, context = forward(b, [sequence])
             last = logits[0, -1].clone()
             if suppressed:
-                last[0] = _SUPPRESSED
+                last[0] = SUPPRESSED
             probs = torch.softmax(last, dim=-1)
             top_probs, candidates = torch.topk(probs, TOP_K)
             _, hidden = forward(b, [sequence + [int(c)] for c in candidates])
@@ -110,11 +110,11 @@ def _contrastive(s: Subject, rows: list[list[int]], what: str, padded: bool) -> 
     reference = None
     if padded:
         for logits in run.step_logits:
-            logits[:, 0] = _SUPPRESSED
+            logits[:, 0] = SUPPRESSED
 
         def reference(b: int, tokens: list[int]) -> Any:
             ref = reference_logits(s.model, tokens).clone()
-            ref[:, 0] = _SUPPRESSED
+            ref[:, 0] = SUPPRESSED
             return ref
 
     figures = check_rows_against_reference(s.model, rows, run, what, eos_token_id=[], check_tokens=False,

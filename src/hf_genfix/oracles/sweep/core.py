@@ -533,20 +533,19 @@ def left_padded(s: Subject) -> dict:
     # weights, and its no-cache reference then skips that token as a pad, by definition), so the oracle would be.
     run = generate_steps(s.model, *left_pad(rows), max_new_tokens=6, suppress_tokens=[0])
     for logits in run.step_logits:  # what generate() chose among: the same mask on both sides of the oracle
-        logits[:, 0] = _SUPPRESSED
+        logits[:, 0] = SUPPRESSED
 
     def reference(b: int, tokens: list[int]) -> Any:
         from ..reference import reference_logits
 
         ref = reference_logits(s.model, tokens).clone()
-        ref[:, 0] = _SUPPRESSED
+        ref[:, 0] = SUPPRESSED
         return ref
 
     return check_rows_against_reference(s.model, rows, run, "left-padded batch vs each row alone",
                                         reference=reference)
 
 
-_SUPPRESSED = SUPPRESSED  # a suppressed token's logit on both sides of the oracle (generation.SUPPRESSED)
 
 
 @scenario("unpadded-batch")

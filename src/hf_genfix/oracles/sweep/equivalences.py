@@ -28,7 +28,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable
 
-from ..generation import GenRun, check_rows_against_reference, generate_steps, left_pad
+from ..generation import SUPPRESSED, GenRun, check_rows_against_reference, generate_steps, left_pad
 from ..outcome import CRASHED_PARTS, PASSED_PARTS, WRONG_PARTS, DefectObserved, ProbeSkipped, scenario_part
 from ..precision import tolerance
 from ..reference import max_diff, reference_logits
@@ -351,8 +351,6 @@ PADDED_CACHES = ("static", "sliding_window", "hybrid")
 def left_padded_cache_implementations(s: Subject) -> dict:
     """Rows of 7, 3 and 10 tokens, left-padded, into each pre-allocated cache implementation: every step as the
     no-cache forward of the row alone (the padding id is suppressed on both sides, as in ``left-padded``)."""
-    from .core import _SUPPRESSED
-
     rows = s.rows(7, 3, 10, seed=16)
     ids, mask = left_pad(rows)
 
@@ -360,12 +358,12 @@ def left_padded_cache_implementations(s: Subject) -> dict:
         run = generate_steps(s.model, ids, mask, max_new_tokens=5, cache_implementation=name, suppress_tokens=[0],
                              pad_token_id=0, eos_token_id=None)
         for logits in run.step_logits:
-            logits[:, 0] = _SUPPRESSED
+            logits[:, 0] = SUPPRESSED
         return run
 
     def reference(b: int, tokens: list[int]) -> Any:
         ref = reference_logits(s.model, tokens).clone()
-        ref[:, 0] = _SUPPRESSED
+        ref[:, 0] = SUPPRESSED
         return ref
 
     return _each_implementation(s, pick(PADDED_CACHES, 2), generate, rows,

@@ -161,11 +161,36 @@ def judge_all(types: list[str], kinds: dict[str, str], jobs: int, here: Any, bud
     return judged, states
 
 
+def differences(one: dict[str, Any], other: dict[str, Any]) -> list[str]:
+    """Where two sweep reports differ, wall times aside, as JSON holds them (``path: this != that``): what a
+    ``jobs`` sweep must not change (tests/tooling/test_sweep_jobs.py, benchmarks/sweep_jobs.py). Upstream messages
+    that print a set (QuantizedCache's layer types) differ between processes unless PYTHONHASHSEED is the same."""
+    import json
+
+    def plain(x: Any) -> Any:
+        if isinstance(x, dict):
+            return {k: plain(v) for k, v in x.items() if k != "seconds"}
+        if isinstance(x, list):
+            return [plain(v) for v in x]
+        return x
+
+    def walk(a: Any, b: Any, path: str) -> list[str]:
+        if isinstance(a, dict) and isinstance(b, dict):
+            return [d for k in dict.fromkeys([*a, *b]) for d in walk(a.get(k), b.get(k), f"{path}/{k}")]
+        if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+            return [d for i, (x, y) in enumerate(zip(a, b)) for d in walk(x, y, f"{path}[{i}]")]
+        return [] if a == b else [f"{path}: {str(a)[:160]} != {str(b)[:160]}"]
+
+    as_json = [plain(json.loads(json.dumps(r, default=str))) for r in (one, other)]
+    return walk(*as_json, "")
+
+
 def _serve(inbox: BinaryIO, outbox: BinaryIO) -> int:
     """The worker's loop: the config, then ``("judge", type, kind)`` and ``("finish",)`` requests."""
     import contextlib
 
     import hf_genfix
+
     from ...doctor.run import quiet_logs, quiet_progress
     from ..precision import precision
     from . import core
