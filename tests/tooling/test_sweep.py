@@ -671,6 +671,19 @@ def test_a_pass_off_by_more_than_rounding_is_looked_at_again_in_float64(make_reg
         assert "float64 keeps it (5e-05): not rounding, a defect" in text
 
 
+def test_the_float64_second_look_takes_sdpa_where_eager_attention_gives_nan_upstream():
+    """Upstream, on every release: a left-padded batch in float64 with eager attention gives NaN (its softmax runs in
+    float32, where finfo(float64).min is -inf; docs/precision.md). 5.25.0's 10 suspects, all padded second turns and
+    reused prefixes, stayed unsettled on it; the second look now reruns such a scenario with SDPA."""
+    from hf_genfix.oracles.precision import precision
+
+    with precision("float64"):
+        out, _ = sweep.attempt(sweep.SCENARIOS["left-padded"], sweep.Subject("llama"))
+    assert out["outcome"] == "defect" and out["max_logit_diff"] != out["max_logit_diff"]  # NaN: upstream's
+    value, why = sweep.core.SecondLook("decoder-only", "llama").diff("left-padded")
+    assert why == "" and value is not None and value <= sweep.core.ROUNDING, why
+
+
 def test_half_precision_has_no_suspect_band():
     from hf_genfix.oracles.precision import precision
 
