@@ -546,8 +546,6 @@ def left_padded(s: Subject) -> dict:
                                         reference=reference)
 
 
-
-
 @scenario("unpadded-batch")
 def unpadded_batch(s: Subject) -> dict:
     """Two rows of the same length, no padding: rows must not mix (RWKV's one-token step broadcasts them)."""
