@@ -140,7 +140,12 @@ def judge_all(types: list[str], kinds: dict[str, str], jobs: int, here: Any, bud
                     judged.add(model_type)
                     merge(index, record)
             if worker is not None:
-                state = worker.ask(("finish",))
+                try:
+                    state = worker.ask(("finish",))
+                except WorkerDied:
+                    # Its architectures are judged; only the recall's hits it held are lost: the recall can only
+                    # come out lower (a miss says why), never higher.
+                    worker, state = None, {}
                 with lock:
                     states.append(state)
         except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
