@@ -15,8 +15,8 @@ worker's stdin and on a copy of its stdout taken before anything runs; the worke
 stderr, so model code that prints (4.x CTRL) cannot break the exchange.
 
 A worker that dies (a segfault inside torch, the memory killer) costs its architecture, which is listed as an
-unknown defect (a sequential sweep would have died with it: it must be looked at), and a fresh worker takes
-its place.
+unknown defect (a sequential sweep would have died with it: it must be looked at), and the recall's hits it held
+(the recall can only come out lower, and says why for each miss); a fresh worker takes its place.
 """
 
 from __future__ import annotations
@@ -132,6 +132,7 @@ def judge_all(types: list[str], kinds: dict[str, str], jobs: int, here: Any, bud
                 try:
                     record = worker.ask(("judge", model_type, kinds[model_type]))
                 except WorkerDied as exc:
+                    worker.close()  # its pipes; the process is reaped already
                     worker = None
                     record = _died(model_type, exc.code, time.perf_counter() - began)
                 if isinstance(record, BaseException):
@@ -145,7 +146,7 @@ def judge_all(types: list[str], kinds: dict[str, str], jobs: int, here: Any, bud
                 except WorkerDied:
                     # Its architectures are judged; only the recall's hits it held are lost: the recall can only
                     # come out lower (a miss says why), never higher.
-                    worker, state = None, {}
+                    state = {}
                 with lock:
                     states.append(state)
         except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
