@@ -111,9 +111,12 @@ SWEEP_ARGS = ["--sweep", "--differential"]
 
 def sweep_args() -> list[str]:
     """``SWEEP_ARGS``, and ``--jobs N`` where ``GENFIX_SWEEP_JOBS=N`` asks for the architectures in N worker
-    processes (``tox -e tf-5.25.0`` alone on a machine of N cores; doctor checks the number)."""
+    processes (``tox -e tf-5.25.0`` alone on a machine of N cores), ``--sweep-budget S`` where
+    ``GENFIX_SWEEP_BUDGET=S`` stops starting architectures after S seconds (.ci/run: CI's 40 minutes; the report
+    lists the ones not reached). doctor checks both values."""
     jobs = os.environ.get("GENFIX_SWEEP_JOBS", "").strip()
-    return SWEEP_ARGS + (["--jobs", jobs] if jobs else [])
+    budget = os.environ.get("GENFIX_SWEEP_BUDGET", "").strip()
+    return SWEEP_ARGS + (["--jobs", jobs] if jobs else []) + (["--sweep-budget", budget] if budget else [])
 
 
 def sweep_failures(sweep: Mapping[str, Any] | None) -> list[str]:

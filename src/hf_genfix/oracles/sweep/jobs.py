@@ -30,6 +30,7 @@ import time
 from typing import Any, BinaryIO, Callable
 
 from ... import _child
+from ..._fork import reset_in_child
 
 _WORKER_MODULE = "hf_genfix.oracles.sweep.jobs"
 
@@ -107,7 +108,7 @@ def judge_all(types: list[str], kinds: dict[str, str], jobs: int, here: Any, bud
               "recall": here.tracker.known if here.tracker is not None else None,
               "dtype": setting.dtype, "device": setting.device, "attn": setting.attn, "threads": threads}
     queue = list(enumerate(types, 1))
-    lock = threading.Lock()
+    lock = reset_in_child(threading.Lock())  # the differential's fork scenarios run in this process (afterwards)
     judged: set[str] = set()
     states: list[dict[str, Any]] = []
     errors: list[BaseException] = []
