@@ -16,6 +16,7 @@ import json
 import os
 import random
 import statistics
+import sys
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
@@ -69,3 +70,12 @@ def report(benchmark: str, what: str, value: Ratio | str, target: float | None =
         with open(path, "a", encoding="utf-8") as out:
             out.write(json.dumps(row) + "\n")
     return text
+
+
+def one_hash_seed() -> None:
+    """Re-execute this benchmark with ``PYTHONHASHSEED=0`` (once): upstream messages print sets in hash order
+    (QuantizedCache: "invalid layer types: {'sliding_attention', ...}"), which differs from process to process, so
+    two sweep reports (and a sweep's worker processes) compare whole only under one seed."""
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        os.environ["PYTHONHASHSEED"] = "0"
+        os.execv(sys.executable, [sys.executable, *sys.argv])

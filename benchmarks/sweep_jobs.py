@@ -15,21 +15,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
-from _paired import ratio, report
+from _paired import one_hash_seed, ratio, report
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 def main() -> None:
-    if os.environ.get("PYTHONHASHSEED") != "0":
-        # Upstream messages print sets (QuantizedCache: "invalid layer types: {'sliding_attention', ...}") in hash
-        # order, which differs from process to process: one seed for this process and its workers, so the two
-        # reports can be compared whole.
-        os.environ["PYTHONHASHSEED"] = "0"
-        os.execv(sys.executable, [sys.executable, *sys.argv])
+    one_hash_seed()  # this process and its workers: the two reports compare whole
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=2)

@@ -366,3 +366,52 @@ def test_every_part_runs_and_the_finding_names_them():
     with pytest.raises(RuntimeError):
         run_parts(["b", "d"], run)
     assert run_parts(["b"], run) == [{"max_logit_diff": 0.0}]
+
+
+def test_a_run_that_reads_no_switch_is_its_own_upstream(monkeypatch):
+    """``differential`` takes hf_genfix's observation as upstream's only where the run read no patch's switch (no
+    wrapper entered, no ``on()`` asked): ``disabled()`` changes nothing else. A run that enters a wrapper, or asks
+    ``on()``, is run again inside ``disabled()``; an observation nobody watched is never taken for upstream's."""
+    import sys
+    import types
+
+    import hf_genfix
+    from hf_genfix._patcher import Patcher
+    from hf_genfix.oracles import differential
+
+    module = types.ModuleType("_genfix_same_code_target")
+    module.plain = lambda: 1
+    module.patched = lambda: 1
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    patcher = Patcher("same-code-test", (f"{module.__name__}:patched",))
+    patcher.wrap(f"{module.__name__}:patched", lambda wrapped, instance, args, kwargs: wrapped(*args, **kwargs) + 1)
+    registry = hf_genfix._activation.registry()
+    calls = []
+
+    def scenario(call):
+        def run(_subject):
+            calls.append(call.__name__)
+            return {"value": call()}
+        run.__name__ = call.__name__
+        return run
+
+    def asks_on():
+        return 2 if patcher.on() else 1
+
+    try:
+        for call, reached, runs in ((module.plain, frozenset(), 1),
+                                    (lambda: module.patched(), frozenset({"same-code-test"}), 2),
+                                    (asks_on, frozenset({"same-code-test"}), 2)):
+            calls.clear()
+            ours = differential.observe(scenario(call), None)
+            assert ours.reached == reached
+            pair = differential.differential(registry, scenario(call), None, ours=ours)
+            assert len(calls) == runs and pair["same_code"] == (runs == 1)
+            assert pair["upstream"].figures == {"value": 1}  # upstream's own answer either way
+            assert ours.figures == {"value": 1 if runs == 1 else 2}
+        unwatched = differential.Observation(differential.PASS, figures={"value": 1})
+        calls.clear()
+        assert not differential.differential(registry, scenario(module.plain), None, ours=unwatched)["same_code"]
+        assert len(calls) == 1
+    finally:
+        patcher.undo()

@@ -38,9 +38,33 @@ _MISSING = object()
 # The open disabled() blocks of this thread or task: ((patch ids | None for all, block identity), ...).
 _SUPPRESSED: ContextVar[tuple] = ContextVar("hf_genfix_suppressed", default=())
 
+# Inside ``watching()``: the ids of the patches whose switch was read (a wrapper's gate, ``Patcher.on()``,
+# ``is_suppressed``), from any thread; None when nobody watches (one global read per call). ``disabled()`` changes
+# nothing but what those reads return, so a run that made none executes the same code inside ``disabled()`` as
+# outside it: the sweep's differential then needs no second run (``oracles.differential``).
+_watch: set | None = None
+
 
 def is_suppressed(patch_id: str) -> bool:
+    watch = _watch
+    if watch is not None:
+        watch.add(patch_id or "*")
     return any(ids is None or patch_id in ids for ids, _ in _SUPPRESSED.get())
+
+
+@contextlib.contextmanager
+def watching() -> Iterator[set]:
+    """The set of patch ids whose switch is read during the block (an enclosing block sees them too). For the
+    sweep's own process only: while it is open every patched call adds to one shared set."""
+    global _watch
+    outer, seen = _watch, set()
+    _watch = seen
+    try:
+        yield seen
+    finally:
+        _watch = outer
+        if outer is not None:
+            outer.update(seen)
 
 
 @contextlib.contextmanager
@@ -60,6 +84,9 @@ def _gate(patch_id: str, enabled: Any) -> Callable[[], bool]:
     get = _SUPPRESSED.get
 
     def gate() -> bool:
+        watch = _watch
+        if watch is not None:
+            watch.add(patch_id)
         if get() and is_suppressed(patch_id):
             return False
         return enabled() if callable(enabled) else enabled is None or bool(enabled)
@@ -247,6 +274,9 @@ class Patcher:
 
     def on(self) -> bool:
         """Whether this patch is in effect for the calling thread or task (False inside its ``disabled()``)."""
+        watch = _watch
+        if watch is not None:
+            watch.add(self.patch_id)
         return not (_SUPPRESSED.get() and is_suppressed(self.patch_id))
 
     def wrap_subclasses(

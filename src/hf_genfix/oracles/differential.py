@@ -41,6 +41,7 @@ The sweep (``hf-genfix doctor --sweep``, ``--differential``) and ``tests/test_di
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import time
 import warnings
@@ -77,6 +78,8 @@ class Observation:
     # patch id -> calls it changed during the run (``hf_genfix.recording()``; only fix modules that report count):
     # which patch turned upstream's answer into this one (``doctor --sweep --recall``).
     changed: dict[str, int] = field(default_factory=dict)
+    # The patches whose switch the run read (``_patcher.watching``): an empty set says no hf_genfix code ran.
+    reached: frozenset = frozenset({"*"})  # unknown (not watched): as if hf_genfix code ran
 
 
 def observe(scenario: Callable[[Any], Any], subject: Any, models: tuple[Any, ...] = (),
@@ -84,14 +87,16 @@ def observe(scenario: Callable[[Any], Any], subject: Any, models: tuple[Any, ...
     """Run ``scenario(subject)`` once, recording the outputs of ``models`` (see ``recording``)."""
     import traceback
 
-    from .. import _record
+    from .. import _patcher, _record
 
     start = time.perf_counter()
     outputs: list[dict[str, Any]] = []
     record = _record.Recording()
+    reached: set = {"*"}  # until watched: as if hf_genfix code ran
     try:
         with warnings.catch_warnings(), contextlib.ExitStack() as stack:
             warnings.simplefilter("ignore")
+            reached = stack.enter_context(_patcher.watching())
             record = stack.enter_context(_record.recording())
             for model in models:
                 # generate() keeps a static cache on the model (``_cache``) and reuses it in the next call: one left
@@ -119,6 +124,7 @@ def observe(scenario: Callable[[Any], Any], subject: Any, models: tuple[Any, ...
         obs = Observation(PASS, "", None, _plain(figures if isinstance(figures, dict) else {}))
     obs.outputs = outputs
     obs.changed = {pid: n for pid, (_, n) in record.counts.items() if n}
+    obs.reached = frozenset(reached)
     obs.seconds = round(time.perf_counter() - start, 3)
     return obs
 
@@ -150,9 +156,19 @@ def _fresh_module_states(model: Any) -> None:
 def differential(registry: Any, scenario: Callable[[Any], Any], subject: Any, models: tuple[Any, ...] = (),
                  record_forward: bool = False, ours: Observation | None = None) -> dict[str, Any]:
     """Run ``scenario`` without hf_genfix (``registry.disabled()``) and with it (or take ``ours``, a run already
-    made with the patches as installed) and judge the pair: {"verdict", "detail", "upstream", "ours"}."""
-    with registry.disabled():
-        upstream = observe(scenario, subject, models, record_forward)
+    made with the patches as installed) and judge the pair: {"verdict", "detail", "upstream", "ours",
+    "same_code"}.
+
+    ``same_code``: ``ours`` read no patch's switch (``Observation.reached`` is empty), so no hf_genfix code ran in
+    it; ``disabled()`` changes nothing but what those switches return, so inside it the same code would run on the
+    same inputs, and upstream's observation is ``ours`` itself (a run saved: most of a sweep's scenarios on a
+    release where few patches are installed)."""
+    same_code = ours is not None and not ours.reached
+    if same_code:
+        upstream = dataclasses.replace(ours, outputs=list(ours.outputs), figures=dict(ours.figures))
+    else:
+        with registry.disabled():
+            upstream = observe(scenario, subject, models, record_forward)
     if ours is None:
         ours = observe(scenario, subject, models, record_forward)
     verdict, detail = compare(upstream, ours)
@@ -167,7 +183,7 @@ def differential(registry: Any, scenario: Callable[[Any], Any], subject: Any, mo
             verdict, detail = UNCHANGED, (f"hf_genfix corrects upstream's wrong earlier stage ({upstream.message}); "
                                           f"a later stage is wrong both ways: {ours.message}; upstream, run past "
                                           f"its wrong stage: {later.message}")
-    return {"verdict": verdict, "detail": detail, "upstream": upstream, "ours": ours}
+    return {"verdict": verdict, "detail": detail, "upstream": upstream, "ours": ours, "same_code": same_code}
 
 
 def _corrects_the_oracle(obs: Observation) -> bool:

@@ -1287,7 +1287,7 @@ class ArchRun:
         (``merge`` adds it to the report), the same from a worker process as from this one."""
         registry, summaries = self.registry, self.summaries
         done: dict[str, Any] = {"type": model_type, "skipped": None, "unusable": None, "result": None,
-                                "findings": [], "settled": [], "pairs": []}
+                                "findings": [], "settled": [], "pairs": [], "same_code": 0}
         arch_start = time.perf_counter()
         try:
             subject = KINDS[kind][1](model_type) if kind in KINDS else Subject(model_type)
@@ -1329,6 +1329,7 @@ class ArchRun:
                     verdict, detail = _rounding(registry, func, subject, pair) or (verdict, detail)
                 out["differential"] = {"verdict": verdict, "detail": detail}
                 done["pairs"].append(verdict)
+                done["same_code"] += bool(pair.get("same_code")) and pair["verdict"] != differential.NOT_RUN
             if out["outcome"] == PASS:
                 out["verdict"] = PASS
                 if pair is not None and out["differential"]["verdict"] == differential.WORSE:
@@ -1410,6 +1411,7 @@ def _run_sweep(registry: Any, archs: Iterable[str] | None, scenarios: Iterable[s
     not_reached: list[str] = []
     unusable: dict[str, str] = {}
     pairs: list[str] = []
+    same_code = [0]  # pairs whose upstream run was hf_genfix's own (no patch's switch read: ``differential``)
     say = progress or (lambda line: None)
     width = len(str(len(types)))
     here = ArchRun(registry, names, differential_all, recall)
@@ -1429,6 +1431,7 @@ def _run_sweep(registry: Any, archs: Iterable[str] | None, scenarios: Iterable[s
             findings[group].append(finding)
         settled.extend(done["settled"])
         pairs.extend(done["pairs"])
+        same_code[0] += done.get("same_code", 0)
 
     if jobs > 1 and want is None:
         from . import jobs as parallel
@@ -1490,7 +1493,8 @@ def _run_sweep(registry: Any, archs: Iterable[str] | None, scenarios: Iterable[s
         out["process"] = process
         out["seconds"] = round(time.perf_counter() - start, 3)
         counts = differential.tally(pairs)
-        out["differential"] = {"counts": counts, "summary": differential.summary_line(counts)}
+        out["differential"] = {"counts": counts, "summary": differential.summary_line(counts),
+                               "same_code": same_code[0]}
     out["counts"] = counts_of(out)  # after the save and process scenarios: every line listed is counted
     return out
 
@@ -1625,7 +1629,9 @@ def render_text(sweep: dict[str, Any]) -> str:
                      + ". The number is the max |logit| difference against the oracle (a no-cache forward of each "
                        "unpadded row).")
     if sweep.get("differential"):
-        lines.append(f"differential (with vs without hf_genfix): {sweep['differential']['summary']}")
+        lines.append(f"differential (with vs without hf_genfix): {sweep['differential']['summary']}"
+                     + (f" ({sweep['differential']['same_code']} of them read no patch's switch: upstream's run is "
+                        f"hf_genfix's)" if sweep["differential"].get("same_code") else ""))
     if sweep.get("saved"):
         lines.append(f"  of which saved folders (save -> reload -> compare): {sweep['saved']['summary']}")
     if sweep.get("recall"):
