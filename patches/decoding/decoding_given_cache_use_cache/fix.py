@@ -1,6 +1,6 @@
-"""decoding-given-cache-use-cache: from 5.2, generate() given a cache by the caller, on a model whose generation
-config says ``use_cache=False``, feeds the whole sequence again from the second step into that cache (silently
-wrong from the second generated token).
+"""decoding-given-cache-use-cache: from 4.54, generate() given a cache by the caller, on a model whose generation
+config says ``use_cache=False``, feeds the whole sequence again from the second step into that cache (a shape
+error on 4.54-5.1; silently wrong from the second generated token from 5.2).
 
 The defect. A model's generation config takes ``use_cache`` from its config: ``False`` for MPT by default, and for
 every checkpoint saved after training with gradient checkpointing (which sets ``config.use_cache = False``). A
@@ -8,11 +8,14 @@ caller who passes a cache (``past_key_values=``, a reused prefix cache, a second
 5.2's decoding loop reads the flag, not the cache: the first step consumes the tokens after the cache through it,
 and every later step slices the ids only ``if model_kwargs["use_cache"]`` (``next_sequence_length = 1 if use_cache
 else None``), so the whole sequence is fed again and appended to the cache (MPT: ids of 14 tokens against a cache of
-13, then 15 against 27). 4.x sliced by the cache whatever the flag; 5.0 and 5.1 raise.
+13, then 15 against 27). On 4.54-5.1 the same second step raises (MPT: its ids of 14 tokens against a mask of 17).
+4.53 fails this call otherwise (its MPT cache has no layers), with the flag True too.
 
 Detection (``probe``). The sweep's ``prefix-reuse`` scenario on its tiny MPT (config ``use_cache=False``): a prefix
 cache from a forward, reused by ``generate()`` with the whole ids, every step against a no-cache forward (5.2.0
-3.45, 5.12.0 1.91, 5.25.0 0.408 at the second step).
+3.45, 5.12.0 1.91, 5.25.0 0.408 at the second step). Where it raises, the same scenario with ``use_cache=True``
+passed by the caller decides: right, and the exception is this defect's loud form (4.54-5.1); failing too, and the
+call fails for another reason (``ProbeSkipped``).
 
 Correction. ``generate()`` is wrapped. Where the caller gives a ``Cache`` (``past_key_values=`` or, from 5.25,
 ``cache=``), says nothing of ``use_cache`` (no keyword, no ``generation_config``), and the model's generation config

@@ -16,7 +16,7 @@ def test_a_reused_prefix_cache_is_continued(require_applied):
     require_applied(PID)
     subject = sweep_subject("mpt")
     assert SCENARIOS["prefix-reuse"](subject)["max_logit_diff"] < 1e-4
-    with hf_genfix.disabled(PID), pytest.raises(DefectObserved):
+    with hf_genfix.disabled(PID), pytest.raises((DefectObserved, RuntimeError)):  # 4.54-5.1 raise
         SCENARIOS["prefix-reuse"](subject)
 
 
