@@ -684,6 +684,28 @@ def test_the_float64_second_look_takes_sdpa_where_eager_attention_gives_nan_upst
     assert why == "" and value is not None and value <= sweep.core.ROUNDING, why
 
 
+def test_without_sdpa_the_float64_second_look_keeps_eager_softmax_in_float64(monkeypatch):
+    """A model without SDPA (Zamba on 4.x) had no way round upstream's float64 NaN: its suspects stayed unsettled
+    (4.47.1's and 4.57.1's Zamba second turn, 7.8e-05 and 8.4e-05). The second look then reruns eager attention with
+    its float32 softmax kept in float64; the patch of ``softmax`` is gone after the block."""
+    import torch.nn.functional as functional
+
+    from hf_genfix.oracles.precision import precision
+
+    plain = functional.softmax
+    look = sweep.core.SecondLook("decoder-only", "llama")
+    real_run = look._run
+    # As a model without SDPA: the SDPA rerun builds nothing.
+    monkeypatch.setattr(look, "_run", lambda name, attn, wide_softmax=False: (None, "no SDPA") if attn == "sdpa"
+                        else real_run(name, attn, wide_softmax))
+    with precision("float64"):
+        out, _ = sweep.attempt(sweep.SCENARIOS["left-padded"], sweep.Subject("llama"))
+    assert out["max_logit_diff"] != out["max_logit_diff"]  # NaN upstream with eager attention
+    value, why = look.diff("left-padded")
+    assert why == "" and value is not None and value <= sweep.core.ROUNDING, why
+    assert functional.softmax is plain
+
+
 def test_half_precision_has_no_suspect_band():
     from hf_genfix.oracles.precision import precision
 

@@ -38,12 +38,13 @@ only beam search, the multi-turn and the chunk-after-cache checks are written he
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import inspect
 import sys
 import time
 import warnings
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ...verdicts import Word
 from .. import decode, differential, sliding
@@ -984,18 +985,19 @@ class SecondLook:
 
     In float64 a left-padded batch with eager attention gives NaN upstream, on every release (eager attention takes
     its softmax in float32, where ``finfo(float64).min`` is ``-inf``: docs/precision.md). A rerun that comes back
-    NaN is made once more with SDPA, where the model has it: the question is only whether the float32 figure
-    shrinks in float64, and the oracle's no-cache forward runs the same kernel as the cached path either way."""
+    NaN is made once more with SDPA, where the model has it, else with eager attention's softmax kept in float64
+    (``_softmax_kept_in_float64``): the question is only whether the float32 figure shrinks in float64, and the
+    oracle's no-cache forward runs the same kernel as the cached path either way."""
 
     def __init__(self, kind: str, model_type: str):
         self.kind, self.model_type = kind, model_type
         self._subjects: dict[str, Any] = {}
         self._failures: dict[str, str] = {}
 
-    def _run(self, name: str, attn: str) -> tuple[dict[str, Any] | None, str]:
+    def _run(self, name: str, attn: str, wide_softmax: bool = False) -> tuple[dict[str, Any] | None, str]:
         from ..precision import precision
 
-        with precision("float64", attn=attn):
+        with precision("float64", attn=attn), (_softmax_kept_in_float64() if wide_softmax else contextlib.nullcontext()):
             if attn not in self._subjects and attn not in self._failures:
                 try:
                     self._subjects[attn] = KINDS[self.kind][1](self.model_type) if self.kind in KINDS \
@@ -1024,6 +1026,12 @@ class SecondLook:
                     return (float(value), "") if isinstance(value, (int, float)) else (None, "no figure in float64")
                 return None, (f"in float64 it is NaN with eager attention (upstream: docs/precision.md) and "
                               f"{out['outcome']} with SDPA: {out.get('message', '')}").rstrip(": ")
+        if nan and attn == "eager":
+            # No SDPA (Zamba): eager attention once more with its float32 softmax kept in float64, where the pads'
+            # all-masked rows stay finite; the cached path and the oracle's forward both run it.
+            wide, _ = self._run(name, "eager", wide_softmax=True)
+            if wide is not None and not _is_nan(wide.get("max_logit_diff")):
+                out, nan = wide, False
         if out is None:
             return None, why
         value = out.get("max_logit_diff")
@@ -1031,8 +1039,31 @@ class SecondLook:
             return float(value), ""
         why = f"in float64 it is {out['outcome']}: {out.get('message', '')}".rstrip(": ")
         if nan:
-            why += " (NaN in float64 with eager attention, upstream: docs/precision.md; no SDPA for this model)"
+            why += (" (NaN in float64 with eager attention, upstream: docs/precision.md; no SDPA for this model, and "
+                    "NaN with its softmax kept in float64 too)")
         return None, why
+
+
+@contextlib.contextmanager
+def _softmax_kept_in_float64() -> Iterator[None]:
+    """``torch.nn.functional.softmax(x, dtype=torch.float32)`` of a float64 ``x`` taken in float64, for the block:
+    eager attention's float32 softmax of a float64 mask's ``finfo(float64).min`` (``-inf`` in float32) is NaN on an
+    all-masked pad row (docs/precision.md). The sweep's float64 second look only, in its own process."""
+    import torch
+    import torch.nn.functional as functional
+
+    plain = functional.softmax
+
+    def softmax(input: Any, dim: Any = None, _stacklevel: int = 3, dtype: Any = None) -> Any:  # noqa: A002
+        if dtype is torch.float32 and getattr(input, "dtype", None) is torch.float64:
+            dtype = torch.float64
+        return plain(input, dim=dim, _stacklevel=_stacklevel, dtype=dtype)
+
+    functional.softmax = softmax
+    try:
+        yield
+    finally:
+        functional.softmax = plain
 
 
 def _is_nan(value: Any) -> bool:
