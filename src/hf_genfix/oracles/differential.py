@@ -161,8 +161,8 @@ def differential(registry: Any, scenario: Callable[[Any], Any], subject: Any, mo
 
     ``same_code``: ``ours`` read no patch's switch (``Observation.reached`` is empty), so no hf_genfix code ran in
     it; ``disabled()`` changes nothing but what those switches return, so inside it the same code would run on the
-    same inputs, and upstream's observation is ``ours`` itself (a run saved: most of a sweep's scenarios on a
-    release where few patches are installed)."""
+    same inputs, and upstream's observation is ``ours`` itself (a run saved: the scenarios that call no patched
+    code; right-padding wraps every ``generate()``, so those are the forward-only ones)."""
     same_code = ours is not None and not ours.reached
     if same_code:
         upstream = dataclasses.replace(ours, outputs=list(ours.outputs), figures=dict(ours.figures))

@@ -997,7 +997,8 @@ class SecondLook:
     def _run(self, name: str, attn: str, wide_softmax: bool = False) -> tuple[dict[str, Any] | None, str]:
         from ..precision import precision
 
-        with precision("float64", attn=attn), (_softmax_kept_in_float64() if wide_softmax else contextlib.nullcontext()):
+        wide = _softmax_kept_in_float64() if wide_softmax else contextlib.nullcontext()
+        with precision("float64", attn=attn), wide:
             if attn not in self._subjects and attn not in self._failures:
                 try:
                     self._subjects[attn] = KINDS[self.kind][1](self.model_type) if self.kind in KINDS \
