@@ -39,32 +39,55 @@ _MISSING = object()
 _SUPPRESSED: ContextVar[tuple] = ContextVar("hf_genfix_suppressed", default=())
 
 # Inside ``watching()``: the ids of the patches whose switch was read (a wrapper's gate, ``Patcher.on()``,
-# ``is_suppressed``), from any thread; None when nobody watches (one global read per call). ``disabled()`` changes
-# nothing but what those reads return, so a run that made none executes the same code inside ``disabled()`` as
-# outside it: the sweep's differential then needs no second run (``oracles.differential``).
-_watch: set | None = None
+# ``is_suppressed``), one entry per read, from any thread (``list.append`` is atomic); ``(id,)`` for a read whose
+# wrapper then called straight through (``passed_through``); None when nobody watches (one global read per call).
+# ``disabled()`` changes nothing but what those reads return, so a run whose every read was passed through executes
+# the same code inside ``disabled()`` as outside it: the sweep's differential then needs no second run
+# (``oracles.differential``).
+_watch: list | None = None
+
+
+def _read(patch_id: str) -> None:
+    watch = _watch
+    if watch is not None:
+        watch.append(patch_id)
+
+
+def passed_through(patch_id: str) -> None:
+    """The wrapper of ``patch_id`` called what it wraps with the caller's own arguments and changed nothing else
+    for this call: its gate's read changed nothing (``watching``). Call it once per such call, never otherwise:
+    a declaration too many would hide a read that did change something."""
+    watch = _watch
+    if watch is not None:
+        watch.append((patch_id,))
 
 
 def is_suppressed(patch_id: str) -> bool:
-    watch = _watch
-    if watch is not None:
-        watch.add(patch_id or "*")
+    _read(patch_id or "*")
     return any(ids is None or patch_id in ids for ids, _ in _SUPPRESSED.get())
 
 
 @contextlib.contextmanager
 def watching() -> Iterator[set]:
-    """The set of patch ids whose switch is read during the block (an enclosing block sees them too). For the
-    sweep's own process only: while it is open every patched call adds to one shared set."""
+    """The set of patch ids whose switch was read during the block and may have changed something (reads not
+    passed through), filled when the block closes; an enclosing block sees the reads too. For the sweep's own
+    process only: while it is open every patched call adds to one shared list."""
     global _watch
-    outer, seen = _watch, set()
-    _watch = seen
+    outer, reads, reached = _watch, [], set()
+    _watch = reads
     try:
-        yield seen
+        yield reached
     finally:
         _watch = outer
         if outer is not None:
-            outer.update(seen)
+            outer.extend(reads)
+        net: dict[str, int] = {}
+        for read in reads:
+            if isinstance(read, tuple):
+                net[read[0]] = net.get(read[0], 0) - 1
+            else:
+                net[read] = net.get(read, 0) + 1
+        reached.update(patch_id for patch_id, n in net.items() if n > 0)
 
 
 @contextlib.contextmanager
@@ -84,9 +107,7 @@ def _gate(patch_id: str, enabled: Any) -> Callable[[], bool]:
     get = _SUPPRESSED.get
 
     def gate() -> bool:
-        watch = _watch
-        if watch is not None:
-            watch.add(patch_id)
+        _read(patch_id)
         if get() and is_suppressed(patch_id):
             return False
         return enabled() if callable(enabled) else enabled is None or bool(enabled)
@@ -274,9 +295,7 @@ class Patcher:
 
     def on(self) -> bool:
         """Whether this patch is in effect for the calling thread or task (False inside its ``disabled()``)."""
-        watch = _watch
-        if watch is not None:
-            watch.add(self.patch_id)
+        _read(self.patch_id)
         return not (_SUPPRESSED.get() and is_suppressed(self.patch_id))
 
     def wrap_subclasses(

@@ -159,10 +159,10 @@ def differential(registry: Any, scenario: Callable[[Any], Any], subject: Any, mo
     made with the patches as installed) and judge the pair: {"verdict", "detail", "upstream", "ours",
     "same_code"}.
 
-    ``same_code``: ``ours`` read no patch's switch (``Observation.reached`` is empty), so no hf_genfix code ran in
-    it; ``disabled()`` changes nothing but what those switches return, so inside it the same code would run on the
-    same inputs, and upstream's observation is ``ours`` itself (a run saved: the scenarios that call no patched
-    code; right-padding wraps every ``generate()``, so those are the forward-only ones)."""
+    ``same_code``: every read of a patch's switch in ``ours`` was taken back by a wrapper that left its call as
+    upstream makes it (``record.unchanged()``), or there was none (``Observation.reached`` is empty); ``disabled()``
+    changes nothing but what those switches return, so inside it the same code would run on the same inputs, and
+    upstream's observation is ``ours`` itself."""
     same_code = ours is not None and not ours.reached
     if same_code:
         upstream = dataclasses.replace(ours, outputs=list(ours.outputs), figures=dict(ours.figures))

@@ -33,7 +33,7 @@ import sys
 import warnings
 from typing import Any, Callable, Protocol
 
-from .. import _record
+from .. import _patcher, _record
 from .._config import env_name
 from .._errors import Drift, HFGenfixWarning
 from .._fork import hold_across_fork, reset_in_child
@@ -101,6 +101,12 @@ class Recorder:
             record.seen()                                      # a call went through the wrapper
         if record.on:
             record.changed("realigned %d of %d rows", n, batch)  # the wrapper changed this call, and how
+        ...
+        record.unchanged()                                     # or: this call is upstream's, as given
+        return wrapped(*args, **kwargs)
+
+    ``unchanged()`` is not a recording: it tells the sweep's differential that the call needs no second run with
+    the patch off (one global read when nobody watches).
     """
 
     __slots__ = ("patch_id",)
@@ -118,8 +124,16 @@ class Recorder:
     def changed(self, what: str, *args: Any) -> None:
         _record.changed(self.patch_id, what, *args)
 
+    def unchanged(self) -> None:
+        """Say that this call through the wrapper is upstream's: what it wraps was (or will be) called with the
+        caller's own arguments and its answer returned as it is, nothing else changed. Once per such call, and
+        only then: the sweep's differential takes the answer of a run whose every patched call said so as
+        upstream's, without running it again with the patches off (``_patcher.passed_through``)."""
+        _patcher.passed_through(self.patch_id)
+
     def __repr__(self) -> str:
         return f"Recorder({self.patch_id!r})"
+
 
 
 def recorder(where: str) -> Recorder:

@@ -1443,7 +1443,7 @@ def _run_sweep(registry: Any, archs: Iterable[str] | None, scenarios: Iterable[s
     not_reached: list[str] = []
     unusable: dict[str, str] = {}
     pairs: list[str] = []
-    same_code = [0]  # pairs whose upstream run was hf_genfix's own (no patch's switch read: ``differential``)
+    same_code = [0]  # pairs whose upstream run was hf_genfix's own (no patch changed a call: ``differential``)
     say = progress or (lambda line: None)
     width = len(str(len(types)))
     here = ArchRun(registry, names, differential_all, recall)
@@ -1662,8 +1662,8 @@ def render_text(sweep: dict[str, Any]) -> str:
                        "unpadded row).")
     if sweep.get("differential"):
         lines.append(f"differential (with vs without hf_genfix): {sweep['differential']['summary']}"
-                     + (f" ({sweep['differential']['same_code']} of them read no patch's switch: upstream's run is "
-                        f"hf_genfix's)" if sweep["differential"].get("same_code") else ""))
+                     + (f" ({sweep['differential']['same_code']} of them ran no patch that changed a call: upstream's "
+                        f"run is hf_genfix's)" if sweep["differential"].get("same_code") else ""))
     if sweep.get("saved"):
         lines.append(f"  of which saved folders (save -> reload -> compare): {sweep['saved']['summary']}")
     if sweep.get("recall"):
