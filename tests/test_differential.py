@@ -378,13 +378,25 @@ def test_a_run_that_reads_no_switch_is_its_own_upstream(monkeypatch):
     import hf_genfix
     from hf_genfix._patcher import Patcher
     from hf_genfix.oracles import differential
+    from hf_genfix.toolkit import recorder
 
     module = types.ModuleType("_genfix_same_code_target")
     module.plain = lambda: 1
     module.patched = lambda: 1
+    module.through = lambda x=0: 1 + x
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    patcher = Patcher("same-code-test", (f"{module.__name__}:patched",))
+    patcher = Patcher("same-code-test", (f"{module.__name__}:patched", f"{module.__name__}:through"))
     patcher.wrap(f"{module.__name__}:patched", lambda wrapped, instance, args, kwargs: wrapped(*args, **kwargs) + 1)
+    record = recorder("same-code-test")
+
+    def through(wrapped, instance, args, kwargs):
+        # Calls through when given nothing; changes the call when given x.
+        if args:
+            return wrapped(args[0] + 1)
+        record.unchanged()
+        return wrapped(*args, **kwargs)
+
+    patcher.wrap(f"{module.__name__}:through", through)
     registry = hf_genfix._activation.registry()
     calls = []
 
@@ -401,7 +413,12 @@ def test_a_run_that_reads_no_switch_is_its_own_upstream(monkeypatch):
     try:
         for call, reached, runs in ((module.plain, frozenset(), 1),
                                     (lambda: module.patched(), frozenset({"same-code-test"}), 2),
-                                    (asks_on, frozenset({"same-code-test"}), 2)):
+                                    (asks_on, frozenset({"same-code-test"}), 2),
+                                    # A wrapper that calls straight through reached nothing, every time it does.
+                                    (lambda: module.through() + module.through() - 1, frozenset(), 1),
+                                    # One call through and one changed: the changed one is a read that counts.
+                                    (lambda: module.through() + module.through(0) - 1, frozenset({"same-code-test"}),
+                                     2)):
             calls.clear()
             ours = differential.observe(scenario(call), None)
             assert ours.reached == reached
@@ -415,3 +432,37 @@ def test_a_run_that_reads_no_switch_is_its_own_upstream(monkeypatch):
         assert len(calls) == 1
     finally:
         patcher.undo()
+
+
+def test_the_generate_wrappers_that_leave_a_call_alone_reach_nothing():
+    """The wrappers entered by every ``generate()`` (right-padding and decoding-given-cache-use-cache on
+    ``generate``, the logits-processor and stopping-criteria factories, ``_prefill``) say so where they leave the
+    call as the caller made it (a left-padded batch, no cache given, no processor that reads the ids): the run
+    reached none of them, so the sweep's differential need not run it again; where they change it, it reached
+    them."""
+    import torch
+
+    import hf_genfix
+    from hf_genfix import _patcher
+    from hf_genfix.oracles import tiny_model
+
+    model = tiny_model("llama")
+    ids = torch.tensor([[0, 0, 5, 6, 7], [4, 5, 6, 7, 8]])
+    mask = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])
+    generate = {"max_new_tokens": 3, "do_sample": False, "pad_token_id": 0}
+    wrappers = {"right-padding", "decoding-given-cache-use-cache", "decoding-processor-padding",
+                "decoding-inputs-embeds-penalty", "decoding-unprepared-config", "decoding-seq2seq-continuation",
+                "decoding-image-prefill-chunks", "decoding-image-prefill-chunks-bidirectional"}
+    with _patcher.watching() as left:
+        model.generate(ids, attention_mask=mask, **generate)
+    assert not left & wrappers
+    right = (ids.roll(-2, dims=1) * mask.roll(-2, dims=1), mask.roll(-2, dims=1))
+    with _patcher.watching() as realigned:
+        model.generate(right[0], attention_mask=right[1], **generate)
+    states = {p.id: p.state for p in hf_genfix.status()}
+    if states.get("right-padding") == "applied":
+        assert "right-padding" in realigned
+    with _patcher.watching() as penalised:
+        model.generate(ids, attention_mask=mask, no_repeat_ngram_size=1, **generate)
+    if states.get("decoding-processor-padding") == "applied":
+        assert "decoding-processor-padding" in penalised  # each row is given the processor without its padding

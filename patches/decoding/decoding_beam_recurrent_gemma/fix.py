@@ -57,9 +57,11 @@ def _beam_search(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     if record.on:
         record.seen()
     if getattr(getattr(instance, "config", None), "model_type", None) not in MODEL_TYPES:
+        record.unchanged()
         return wrapped(*args, **kwargs)
     bound = bind(wrapped, args, kwargs)
     if bound is None or not uses_cache(bound, instance):
+        record.unchanged()
         return wrapped(*args, **kwargs)
     model_kwargs = bound.arguments.get("model_kwargs") or {}
     for keyword in CACHE_KEYWORDS:

@@ -44,12 +44,15 @@ def install(patcher: Any) -> None:
 def _generate(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     given = next((kwargs[name] for name in CACHE_NAMES if kwargs.get(name) is not None), None)
     if given is None or "use_cache" in kwargs or kwargs.get("generation_config") is not None:
+        record.unchanged()
         return wrapped(*args, **kwargs)
     if getattr(getattr(instance, "generation_config", None), "use_cache", True) is not False:
+        record.unchanged()
         return wrapped(*args, **kwargs)
     from transformers.cache_utils import Cache
 
     if not isinstance(given, Cache):
+        record.unchanged()
         return wrapped(*args, **kwargs)  # a legacy tuple or a model's own state: upstream's
     if record.on:
         record.changed("use_cache=True for a call given a %s (the generation config says False)",

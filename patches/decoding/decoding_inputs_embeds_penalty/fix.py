@@ -49,9 +49,11 @@ def _get_logits_processor(wrapped: Any, instance: Any, args: tuple, kwargs: dict
     if record.on:
         record.seen()
     if getattr(getattr(instance, "config", None), "is_encoder_decoder", False):
+        record.unchanged()
         return processors
     bound = bound_arguments(wrapped, args, kwargs)
     if bound.get("input_ids_seq_length") != 0:  # prompt ids given (or not said): upstream's lengths stand
+        record.unchanged()
         return processors
     theirs = {id(p) for p in (bound.get("logits_processor") or ())}
     for processor in processors:

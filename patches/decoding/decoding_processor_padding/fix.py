@@ -66,6 +66,7 @@ def _get_logits_processor(wrapped: Any, instance: Any, args: tuple, kwargs: dict
     if record.on:
         record.seen()
     if getattr(instance.config, "is_encoder_decoder", False):
+        record.unchanged()
         return processors
     bound = bound_arguments(wrapped, args, kwargs)
     theirs = {id(p) for p in (bound.get("logits_processor") or ())}
@@ -74,10 +75,12 @@ def _get_logits_processor(wrapped: Any, instance: Any, args: tuple, kwargs: dict
     rows_read = [p for p in processors if type(p).__name__ in ROW_PROCESSORS and id(p) not in theirs
                  and not _skips_padding(p)]
     if not rows_read:
+        record.unchanged()
         return processors
     mask = (bound.get("model_kwargs") or {}).get("attention_mask")
     pads = _left_pads(mask, bound.get("encoder_input_ids"))
     if not pads:
+        record.unchanged()
         return processors
     eos = _eos_ids(bound.get("generation_config"))
     marked = []
@@ -135,6 +138,7 @@ def _per_row(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     marked = getattr(instance, "__dict__", {}).get(PADS)
     function = getattr(wrapped, "__func__", None)  # called through the class: left to upstream
     if marked is None or function is None:
+        record.unchanged()
         return wrapped(*args, **kwargs)
     pads, width, eos = marked
     bound = bound_arguments(wrapped, args, kwargs)

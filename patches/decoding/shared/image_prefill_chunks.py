@@ -41,7 +41,7 @@ import copy
 from typing import Any
 
 from hf_genfix.helpers.decode import has_image_inputs
-from hf_genfix.toolkit import warn_once
+from hf_genfix.toolkit import recorder, warn_once
 
 PREFILL = "transformers.generation.utils:GenerationMixin._prefill"
 # Model types whose image (PaliGemma: image + prompt prefix) attention is bidirectional: on 5.23+ a chunk
@@ -99,33 +99,43 @@ def _bind(args: tuple, kwargs: dict) -> tuple[Any, Any, dict, bool]:
 
 
 def _prefill(wrapped: Any, instance: Any, args: tuple, kwargs: dict, patch: str, bidirectional_only: bool) -> Any:
-    ids, config, model_kwargs, first = _bind(args, kwargs)
-    chunk = getattr(config, "prefill_chunk_size", None)
-    if chunk is None or ids is None or not first:
+    one_pass = _one_pass(instance, args, kwargs, patch, bidirectional_only)
+    if one_pass is None:
+        recorder(patch).unchanged()
         return wrapped(*args, **kwargs)
-    # Every release also chunks the ids of a prompt given with inputs_embeds and embeds each chunk from them (the
-    # embeddings are used only when the cache positions cover them all): the same loss, the same one pass, for
-    # every model type. 5.23+ raise a shape error on most models (loud) and are silently wrong on others (FLINT).
-    embeds = model_kwargs.get("inputs_embeds")
-    if embeds is None and not has_image_inputs(model_kwargs):
-        return wrapped(*args, **kwargs)
-    model_type = getattr(getattr(instance, "config", None), "model_type", "")
-    images_right = (model_type not in BIDIRECTIONAL) if bidirectional_only else (model_type in CHUNKS_RIGHT)
-    if embeds is None and images_right:
-        return wrapped(*args, **kwargs)
-    length = ids.shape[-1] if embeds is None or ids.shape[-1] else embeds.shape[1]
-    if length - _cached(model_kwargs) <= chunk:
-        return wrapped(*args, **kwargs)  # one chunk: the same as one pass
-    one_pass = copy.copy(config)
-    one_pass.prefill_chunk_size = None
-    warn_once(patch, model_type, f"prefills a prompt with {'an image' if embeds is None else 'inputs_embeds'} of "
-              f"{model_type} wrongly in chunks (prefill_chunk_size={chunk}): this prefill runs in one pass instead",
-              off="to keep upstream's chunks")
     if len(args) > 1:
         args = (args[0], one_pass, *args[2:])
     else:
         kwargs = dict(kwargs, generation_config=one_pass)
     return wrapped(*args, **kwargs)
+
+
+def _one_pass(instance: Any, args: tuple, kwargs: dict, patch: str, bidirectional_only: bool) -> Any:
+    """The generation config of a one-pass prefill where upstream's chunks would be wrong; None where they are
+    right (or there is one chunk)."""
+    ids, config, model_kwargs, first = _bind(args, kwargs)
+    chunk = getattr(config, "prefill_chunk_size", None)
+    if chunk is None or ids is None or not first:
+        return None
+    # Every release also chunks the ids of a prompt given with inputs_embeds and embeds each chunk from them (the
+    # embeddings are used only when the cache positions cover them all): the same loss, the same one pass, for
+    # every model type. 5.23+ raise a shape error on most models (loud) and are silently wrong on others (FLINT).
+    embeds = model_kwargs.get("inputs_embeds")
+    if embeds is None and not has_image_inputs(model_kwargs):
+        return None
+    model_type = getattr(getattr(instance, "config", None), "model_type", "")
+    images_right = (model_type not in BIDIRECTIONAL) if bidirectional_only else (model_type in CHUNKS_RIGHT)
+    if embeds is None and images_right:
+        return None
+    length = ids.shape[-1] if embeds is None or ids.shape[-1] else embeds.shape[1]
+    if length - _cached(model_kwargs) <= chunk:
+        return None  # one chunk: the same as one pass
+    one_pass = copy.copy(config)
+    one_pass.prefill_chunk_size = None
+    warn_once(patch, model_type, f"prefills a prompt with {'an image' if embeds is None else 'inputs_embeds'} of "
+              f"{model_type} wrongly in chunks (prefill_chunk_size={chunk}): this prefill runs in one pass instead",
+              off="to keep upstream's chunks")
+    return one_pass
 
 
 def _cached(model_kwargs: dict) -> int:

@@ -70,13 +70,20 @@ def install(patcher: Any) -> None:
 
 
 def _generate(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+    given = kwargs
     kwargs = _describe_realigned(args, kwargs)
     plan = plan_realignment(instance, args, kwargs)
     if record.on:
         record.seen()
     if plan is None:
+        if kwargs is given:
+            record.unchanged()
         return wrapped(*args, **kwargs)
     if plan == "left-aligned":
+        # The call as given; only upstream's false warning is dropped, by ``_quiet_false_alarm``, which counts
+        # that for itself.
+        if kwargs is given:
+            record.unchanged()
         previous = getattr(_state, "left_aligned", False)
         _state.left_aligned = True
         try:
@@ -262,4 +269,5 @@ def _quiet_false_alarm(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -
     """Drop the <= 5.2 "right-padding was detected" warning while the mask proves the batch left-aligned."""
     if getattr(_state, "left_aligned", False) and args and "right-padding was detected" in str(args[0]):
         return None
+    record.unchanged()
     return wrapped(*args, **kwargs)

@@ -109,10 +109,10 @@ def install(patcher: Any) -> None:
     def prepare_inputs_for_generation(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
         if record.on:
             record.seen()
-        if from_generate(kwargs) or instance is None:
-            return wrapped(*args, **kwargs)
-        call = _as_generate_call(wrapped, instance, args, kwargs, era)
+        call = None if from_generate(kwargs) or instance is None else \
+            _as_generate_call(wrapped, instance, args, kwargs, era)
         if call is None:
+            record.unchanged()  # generate()'s own call, or one left as it came
             return wrapped(*args, **kwargs)
         return wrapped(*call[0], **call[1])
 

@@ -42,9 +42,11 @@ def _keep_encoder_mask(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -
         record.seen()
     config = getattr(instance, "config", None)
     if not getattr(config, "is_encoder_decoder", False) or not isinstance(inputs, dict) or "attention_mask" in inputs:
+        record.unchanged()
         return inputs
     mask = bound_arguments(wrapped, args, kwargs).get("attention_mask")
     if mask is None:
+        record.unchanged()
         return inputs
     inputs["attention_mask"] = mask  # the encoder's, as 4.50.0 puts it back
     if record.on:

@@ -27,7 +27,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from hf_genfix.toolkit import recorder
 from hf_genfix.toolkit.prepare_inputs import GENERIC, wrap_overrides
+
+record = recorder(__name__)  # this patch's reports to hf_genfix.recording()
 
 
 def install(patcher: Any) -> None:
@@ -39,6 +42,7 @@ def _positions_for_every_id(wrapped: Any, instance: Any, args: tuple, kwargs: di
     inputs = wrapped(*args, **kwargs)
     full = _completed(inputs)
     if full is None:
+        record.unchanged()
         return inputs
     return {**inputs, "position_ids": full}
 

@@ -51,10 +51,11 @@ def _drop_none_logits_to_keep(wrapped: Any, instance: Any, args: tuple, kwargs: 
     inputs = wrapped(*args, **kwargs)
     if record.on:
         record.seen()
-    if isinstance(inputs, dict):
-        for key in _KEYS:
-            if key in inputs and inputs[key] is None:
-                del inputs[key]
-                if record.on:
-                    record.changed("dropped %s=None", key)
+    dropped = [key for key in _KEYS if isinstance(inputs, dict) and key in inputs and inputs[key] is None]
+    if not dropped:
+        record.unchanged()
+    for key in dropped:
+        del inputs[key]
+        if record.on:
+            record.changed("dropped %s=None", key)
     return inputs

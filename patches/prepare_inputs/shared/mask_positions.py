@@ -37,6 +37,7 @@ def _with_mask_positions(record: Any, wrapped: Any, args: tuple, kwargs: dict) -
     inputs = wrapped(*args, **kwargs)
     mask = _padding_mask(inputs, kwargs.get("attention_mask"))
     if mask is None:
+        record.unchanged()
         return inputs
     added = {}
     if inputs.get("attention_mask") is None:
@@ -45,9 +46,12 @@ def _with_mask_positions(record: Any, wrapped: Any, args: tuple, kwargs: dict) -
         positions = mask.long().cumsum(-1) - 1
         positions.masked_fill_(mask == 0, 1)
         added["position_ids"] = positions[:, -inputs["input_ids"].shape[1]:]
-    if added and record.on:
+    if not added:
+        record.unchanged()
+        return inputs
+    if record.on:
         record.changed("%s added from the attention mask (left padding)", " and ".join(sorted(added)))
-    return {**inputs, **added} if added else inputs
+    return {**inputs, **added}
 
 
 def _padding_mask(inputs: Any, given: Any) -> Any:

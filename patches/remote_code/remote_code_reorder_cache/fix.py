@@ -36,9 +36,10 @@ import threading
 import weakref
 from typing import Any
 
-from hf_genfix.toolkit import reset_in_child
+from hf_genfix.toolkit import recorder, reset_in_child
 from hf_genfix.toolkit.remote_code import is_remote
 
+record = recorder(__name__)
 BEAM_SEARCH = "transformers.generation.utils:GenerationMixin._beam_search"
 
 
@@ -54,6 +55,7 @@ _LOCK = reset_in_child(threading.Lock())
 def install(patcher: Any) -> None:
     def beam_search(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
         if instance is None or not _own_reorder(type(instance)):
+            record.unchanged()
             return wrapped(*args, **kwargs)
         with _LOCK:
             running = _RUNNING.get(instance, 0)
