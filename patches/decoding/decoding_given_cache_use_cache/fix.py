@@ -42,19 +42,24 @@ def install(patcher: Any) -> None:
 
 
 def _generate(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-    given = next((kwargs[name] for name in CACHE_NAMES if kwargs.get(name) is not None), None)
-    if given is None or "use_cache" in kwargs or kwargs.get("generation_config") is not None:
+    given = _cache_left_unused(instance, kwargs)
+    if given is None:
         record.unchanged()
         return wrapped(*args, **kwargs)
-    if getattr(getattr(instance, "generation_config", None), "use_cache", True) is not False:
-        record.unchanged()
-        return wrapped(*args, **kwargs)
-    from transformers.cache_utils import Cache
-
-    if not isinstance(given, Cache):
-        record.unchanged()
-        return wrapped(*args, **kwargs)  # a legacy tuple or a model's own state: upstream's
     if record.on:
         record.changed("use_cache=True for a call given a %s (the generation config says False)",
                        type(given).__name__)
     return wrapped(*args, **dict(kwargs, use_cache=True))
+
+
+def _cache_left_unused(model: Any, kwargs: dict) -> Any:
+    """The ``Cache`` the caller gave where upstream would not use it as one (no caller ``use_cache`` or
+    ``generation_config``, the model's generation config saying False); None where the call is upstream's."""
+    given = next((kwargs[name] for name in CACHE_NAMES if kwargs.get(name) is not None), None)
+    if given is None or "use_cache" in kwargs or kwargs.get("generation_config") is not None:
+        return None
+    if getattr(getattr(model, "generation_config", None), "use_cache", True) is not False:
+        return None
+    from transformers.cache_utils import Cache
+
+    return given if isinstance(given, Cache) else None  # a legacy tuple or a model's own state: upstream's

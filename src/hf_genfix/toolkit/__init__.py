@@ -135,7 +135,6 @@ class Recorder:
         return f"Recorder({self.patch_id!r})"
 
 
-
 def recorder(where: str) -> Recorder:
     """The ``Recorder`` of a patch: ``recorder(__name__)`` in a module of its folder; a family's shared module,
     which serves several patches, passes the id its caller's patcher has (``recorder(patcher.patch_id)``)."""
