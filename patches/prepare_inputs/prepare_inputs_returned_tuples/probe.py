@@ -1,0 +1,9 @@
+"""The probe of ``prepare-inputs-returned-tuples`` (the defect, and how it is detected: ``fix.py``)."""
+
+from __future__ import annotations
+
+
+def probe() -> dict:
+    from hf_genfix.oracles.sweep import SCENARIOS, Subject
+
+    return SCENARIOS["manual-loop"](Subject("ctrl"))
