@@ -466,3 +466,32 @@ def test_the_generate_wrappers_that_leave_a_call_alone_reach_nothing():
         model.generate(ids, attention_mask=mask, no_repeat_ngram_size=1, **generate)
     if states.get("decoding-processor-padding") == "applied":
         assert "decoding-processor-padding" in penalised  # each row is given the processor without its padding
+
+
+@pytest.mark.parametrize("model_type, wrappers", [
+    ("mamba", {"model-mamba-continuation", "decoding-assisted-recurrent-history"}),
+    ("jamba", {"model-jamba-chunk-state", "decoding-assisted-recurrent-history"}),
+])
+def test_the_state_space_wrappers_that_leave_a_call_alone_reach_nothing(model_type, wrappers):
+    """The mixers', backbones' and cache wrappers of the state-space models are entered at every step of their
+    ``generate()``; a prompt and its one-token steps are upstream's (no chunk after a state, no draft), and they say
+    so: the run reached none of them. ``generate(inputs_embeds=...)`` without a repetition penalty does not reach
+    decoding-inputs-embeds-penalty either."""
+    import torch
+
+    from hf_genfix import _patcher
+    from hf_genfix.oracles import tiny_model
+
+    try:
+        model = tiny_model(model_type)
+    except Exception as exc:  # noqa: BLE001 - a release without the model, or whose tiny config cannot build
+        pytest.skip(f"{model_type}: {exc}")
+    ids = torch.tensor([[5, 6, 7, 8, 9, 10]])
+    generate = {"max_new_tokens": 3, "do_sample": False, "pad_token_id": 0}
+    with _patcher.watching() as reached:
+        model.generate(ids, attention_mask=torch.ones_like(ids), **generate)
+    assert not reached & wrappers, reached
+    embeds = model.get_input_embeddings()(ids)
+    with _patcher.watching() as reached:
+        model.generate(inputs_embeds=embeds, attention_mask=torch.ones_like(ids), **generate)
+    assert "decoding-inputs-embeds-penalty" not in reached, reached

@@ -38,6 +38,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from hf_genfix.toolkit import recorder
+
+record = recorder(__name__)  # this patch's reports to hf_genfix.recording()
+
 TARGET = "transformers.cache_utils:Cache.get_recurrent_states_to_keep"
 # The window once a layer holds a state: every token of the forward (each mixer takes min(window, seq_len)).
 EVERY_TOKEN = 1 << 30
@@ -55,10 +59,12 @@ def _window(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     layer_idx = args[0] if args else kwargs.get("layer_idx")
     layers = getattr(instance, "layers", None)
     if not isinstance(window, int) or window <= 0 or not isinstance(layer_idx, int) or layers is None:
+        record.unchanged()  # not recording its past, or asked for every layer: upstream's answer
         return window
     try:
         layer = layers[layer_idx]
     except (IndexError, TypeError):
+        record.unchanged()
         return window
     return EVERY_TOKEN if _holds_state(layer) else window + 1
 

@@ -56,13 +56,17 @@ def _get_logits_processor(wrapped: Any, instance: Any, args: tuple, kwargs: dict
         record.unchanged()
         return processors
     theirs = {id(p) for p in (bound.get("logits_processor") or ())}
+    changed = False
     for processor in processors:
         if type(processor).__name__ != PENALTY or id(processor) in theirs:
             continue
         skip = getattr(processor, "prompt_ignore_length", None)
         if isinstance(skip, torch.Tensor) and bool((skip != 0).any()):
             processor.prompt_ignore_length = None  # no prompt ids to skip: every id is a generated token
+            changed = True
             if record.on:
                 record.changed("repetition_penalty with inputs_embeds alone: over every generated token (%d padded "
                                 "rows skipped their first ones)", int((skip != 0).sum()))
+    if not changed:
+        record.unchanged()  # no repetition penalty of generate()'s own that skips a prompt
     return processors

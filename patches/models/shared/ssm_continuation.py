@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from hf_genfix.toolkit import cache_argument, signature
+from hf_genfix.toolkit import Recorder, cache_argument, recorder, signature
 
 COUNT = "_hf_genfix_columns_fed"  # an attribute of the cache: the columns of input fed into its states so far
 PADS_AFTER_STATE = "_hf_genfix_pads_after_state"  # an attribute of the cache: a chunk after a state held pads
@@ -59,16 +59,25 @@ def install_continuation(patcher: Any, mixer: str | None, backbone: str | None =
         value = patcher.require(target, *params)
         if not set(CACHE_KEYWORDS) & set(signature(value).parameters):
             raise Drift(f"{target} takes neither cache nor cache_params")
+    # Each wrapper is a function, not a functools.partial (the patcher hides each wrapper's code from warnings'
+    # stacklevel), closing over the installing patch's recorder: its pass-through paths say so (``unchanged()``).
+    record = recorder(patcher.patch_id)
     if mixer is not None:
-        patcher.wrap(mixer, split_after_state)
+        patcher.wrap(mixer, lambda wrapped, instance, args, kwargs:
+                     split_after_state(wrapped, instance, args, kwargs, record))
     if backbone is not None and prepare is not None:
-        patcher.wrap(backbone, count_fed)
-        if own_cache is None:
-            patcher.wrap(prepare, slice_continuation)
-        else:  # a function, not a functools.partial: the patcher hides each wrapper's code from warnings' stacklevel
-            recurrent = (own_cache,)
-            patcher.wrap(prepare, lambda wrapped, instance, args, kwargs:
-                         slice_continuation(wrapped, instance, args, kwargs, recurrent))
+        patcher.wrap(backbone, lambda wrapped, instance, args, kwargs:
+                     count_fed(wrapped, instance, args, kwargs, record))
+        recurrent = (own_cache,) if own_cache is not None else ()
+        patcher.wrap(prepare, lambda wrapped, instance, args, kwargs:
+                     slice_continuation(wrapped, instance, args, kwargs, recurrent, record))
+
+
+def _upstream(record: Recorder | None, wrapped: Any, args: tuple, kwargs: dict) -> Any:
+    """The call as the caller made it, said to be upstream's (``record.unchanged()``)."""
+    if record is not None:
+        record.unchanged()
+    return wrapped(*args, **kwargs)
 
 
 def has_state(cache: Any, layer: Any = None) -> bool:
@@ -94,21 +103,21 @@ def _takes_arguments(method: Any) -> bool:
         return True
 
 
-def split_after_state(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+def split_after_state(wrapped: Any, instance: Any, args: tuple, kwargs: dict, record: Recorder | None = None) -> Any:
     """The mixer: several tokens after this layer's state go through upstream's one-token path, one at a time."""
     import torch
 
     hidden = args[0] if args else kwargs.get("hidden_states")
     if hidden is None or hidden.dim() != 3 or hidden.shape[1] < 2:
-        return wrapped(*args, **kwargs)
+        return _upstream(record, wrapped, args, kwargs)
     bound = signature(wrapped).bind(*args, **kwargs)
     cache = cache_argument(bound.arguments, CACHE_KEYWORDS)
     layer = getattr(instance, "layer_idx", None)
     if cache is None or layer is None or not has_state(cache, layer):
-        return wrapped(*args, **kwargs)
+        return _upstream(record, wrapped, args, kwargs)
     recording = getattr(cache, "is_recording_past", None)
     if callable(recording) and recording(layer):
-        return wrapped(*args, **kwargs)
+        return _upstream(record, wrapped, args, kwargs)
     n = hidden.shape[1]
     mask = bound.arguments.get("attention_mask")
     # The mask the mixer is given: of the fed tokens (5.17 on), or of the whole sequence so far (Zamba before 5.17,
@@ -121,9 +130,9 @@ def split_after_state(wrapped: Any, instance: Any, args: tuple, kwargs: dict) ->
     # pad has no place in a recurrence that we could know, and stays upstream's (PADS_AFTER_STATE).
     legacy = isinstance(getattr(cache, "has_previous_state", None), bool) or _before_5_17()
     if mask is not None and (mask.dim() != 2 or mask.shape[-1] < n or (mask.shape[-1] != n and not legacy)):
-        return wrapped(*args, **kwargs)
+        return _upstream(record, wrapped, args, kwargs)
     if getattr(cache, PADS_AFTER_STATE, False):
-        return wrapped(*args, **kwargs)  # an earlier chunk after a state held pads: upstream's from there on
+        return _upstream(record, wrapped, args, kwargs)  # an earlier chunk after a state held pads: upstream's on
     fed = None if mask is None else mask[:, -n:]
     if fed is not None and not bool((fed == 1).all()) and not _leading_pads_of_empty_rows(cache, layer, fed):
         # Pads among the fed tokens after a state, where a pad's place in the recurrence would be a guess: upstream's.
@@ -131,10 +140,10 @@ def split_after_state(wrapped: Any, instance: Any, args: tuple, kwargs: dict) ->
         # upstream's state for this chunk and give another wrong answer than upstream's (a left-padded batch
         # prefilled in chunks: Jamba on 5.24.0, 0.0024 against upstream's 0.0031), never a right one.
         try:
-            setattr(cache, PADS_AFTER_STATE, True)
+            setattr(cache, PADS_AFTER_STATE, True)  # read by this wrapper alone: upstream's code never sees it
         except AttributeError:
             pass
-        return wrapped(*args, **kwargs)
+        return _upstream(record, wrapped, args, kwargs)
     outputs = []
     for i in range(n):
         bound.arguments["hidden_states"] = hidden[:, i:i + 1]
@@ -202,8 +211,12 @@ def _before_5_17() -> bool:
     return Version(Version(transformers.__version__).base_version) < Version("5.17.0")
 
 
-def count_fed(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-    """The backbone: after the call, the cache's count is the columns fed since it held no state."""
+def count_fed(wrapped: Any, instance: Any, args: tuple, kwargs: dict, record: Recorder | None = None) -> Any:
+    """The backbone: after the call, the cache's count is the columns fed since it held no state. Always the
+    caller's call and upstream's answer (``unchanged()``): the count is an attribute only ``slice_continuation``
+    reads, and that wrapper says itself where it changes a call."""
+    if record is not None:
+        record.unchanged()
     bound = signature(wrapped).bind(*args, **kwargs)
     ids, embeds = bound.arguments.get("input_ids"), bound.arguments.get("inputs_embeds")
     fed = ids.shape[1] if ids is not None else embeds.shape[1] if embeds is not None else None
@@ -230,7 +243,8 @@ def count_fed(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     return out
 
 
-def slice_continuation(wrapped: Any, instance: Any, args: tuple, kwargs: dict, recurrent: tuple = ()) -> Any:
+def slice_continuation(wrapped: Any, instance: Any, args: tuple, kwargs: dict, recurrent: tuple = (),
+                       record: Recorder | None = None) -> Any:
     """The model's prepare_inputs_for_generation: a first iteration over a cache that holds a state feeds only the
     columns the cache has not seen, as generate() does for an attention cache of that length (``recurrent``: the
     model's own cache classes that hold recurrent states only)."""
@@ -242,11 +256,11 @@ def slice_continuation(wrapped: Any, instance: Any, args: tuple, kwargs: dict, r
     if (ids is None or cache is None or not first or extra.get("next_sequence_length") is not None
             or bound.arguments.get("inputs_embeds") is not None or not _all_linear(cache, recurrent)
             or not has_state(cache)):
-        return wrapped(*args, **kwargs)
+        return _upstream(record, wrapped, args, kwargs)
     seen = getattr(cache, COUNT, None)
     mask = bound.arguments.get("attention_mask")
     if seen is None or ids.shape[1] <= seen or (mask is not None and mask.shape[-1] != ids.shape[1]):
-        return wrapped(*args, **kwargs)
+        return _upstream(record, wrapped, args, kwargs)
     new = ids.shape[1] - seen
     inputs = wrapped(*args, **dict(kwargs, next_sequence_length=new))
     fed_mask = inputs.get("attention_mask")

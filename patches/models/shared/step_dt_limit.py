@@ -38,7 +38,7 @@ def install(patcher: Any, mixer: str, step: str, patch_module: str, mixer_params
     if not {"dt", "dt_bias", "dt_softplus"} <= params:
         raise Drift(f"{step} takes no dt, dt_bias, dt_softplus (its signature: {sorted(params)})")
     record = recorder(patch_module)
-    patcher.wrap(mixer, _mixer)
+    patcher.wrap(mixer, lambda wrapped, instance, args, kwargs: _mixer(record, wrapped, instance, args, kwargs))
     patcher.wrap(step, lambda wrapped, instance, args, kwargs: _step(record, wrapped, args, kwargs))
 
 
@@ -51,9 +51,10 @@ def _parameters(func: Any) -> set:
     return {name for name, p in params.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
 
 
-def _mixer(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+def _mixer(record: Any, wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     limit = getattr(instance, "time_step_limit", None)
     token = _limit.set(tuple(limit) if limit is not None else None)
+    record.unchanged()  # the caller's call: the limit goes to the step's wrapper in a context variable of ours
     try:
         return wrapped(*args, **kwargs)
     finally:
@@ -65,6 +66,7 @@ def _step(record: Any, wrapped: Any, args: tuple, kwargs: dict) -> Any:
 
     limit = _limit.get()
     if limit is None or tuple(limit) == (0.0, float("inf")) or len(args) < 3:
+        record.unchanged()
         return wrapped(*args, **kwargs)
     if record.on:
         record.seen()
