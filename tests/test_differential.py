@@ -471,12 +471,17 @@ def test_the_generate_wrappers_that_leave_a_call_alone_reach_nothing():
 @pytest.mark.parametrize("model_type, wrappers", [
     ("mamba", {"model-mamba-continuation", "decoding-assisted-recurrent-history"}),
     ("jamba", {"model-jamba-chunk-state", "decoding-assisted-recurrent-history"}),
+    ("mistral", {"sliding-window-dynamic-full", "sliding-window-rollback-cache", "sliding-window-kv-shared-zero"}),
+    ("gemma3_text", {"sliding-window-image-mask-gemma3", "sliding-window-dynamic-full",
+                     "sliding-window-kv-shared-zero"}),
 ])
-def test_the_state_space_wrappers_that_leave_a_call_alone_reach_nothing(model_type, wrappers):
-    """The mixers', backbones' and cache wrappers of the state-space models are entered at every step of their
-    ``generate()``; a prompt and its one-token steps are upstream's (no chunk after a state, no draft), and they say
-    so: the run reached none of them. ``generate(inputs_embeds=...)`` without a repetition penalty does not reach
-    decoding-inputs-embeds-penalty either."""
+def test_the_model_wrappers_that_leave_a_call_alone_reach_nothing(model_type, wrappers):
+    """The wrappers entered at every step (or every cache) of a model family's ``generate()``: the state-space
+    models' mixers, backbones and recurrent-state window, and the sliding-window models' cache preparation, cache
+    construction and Gemma-3's mask builders. A plain greedy run (a prompt, one-token steps, no draft, no image) is
+    upstream's, and they say so: the run reached none of them (on the releases where they are installed).
+    ``generate(inputs_embeds=...)`` without a repetition penalty does not reach decoding-inputs-embeds-penalty
+    either."""
     import torch
 
     from hf_genfix import _patcher

@@ -7,6 +7,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from hf_genfix.toolkit import Recorder, recorder
+
 PREPARE_CACHE = "transformers.generation.utils:GenerationMixin._prepare_cache_for_generation"
 
 
@@ -14,15 +16,27 @@ PREPARE_CACHE = "transformers.generation.utils:GenerationMixin._prepare_cache_fo
 _REWINDING_MODES = ("assisted_generation", "contrastive_search")
 
 
-def prepare_rewindable_cache(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+def install(patcher: Any) -> None:
+    """Wrap generate()'s cache preparation for the installing patch (its recorder says which calls it left)."""
+    patcher.require(PREPARE_CACHE, "generation_config", "model_kwargs")
+    record = recorder(patcher.patch_id)
+    patcher.wrap(PREPARE_CACHE, lambda wrapped, instance, args, kwargs:
+                 prepare_rewindable_cache(wrapped, instance, args, kwargs, record))
+
+
+def prepare_rewindable_cache(wrapped: Any, instance: Any, args: tuple, kwargs: dict,
+                             record: Recorder | None = None) -> Any:
     """Let upstream prepare the cache, then make sure a cache that will be rewound has no sliding layers."""
     call = _bind(wrapped, args, kwargs)
     generation_config, model_kwargs = call.get("generation_config"), call.get("model_kwargs")
     callers = model_kwargs.get("past_key_values") if isinstance(model_kwargs, dict) else None
     result = wrapped(*args, **kwargs)
-    if generation_config is None or not isinstance(model_kwargs, dict) or callers is not None:
-        return result  # a caller's cache is the caller's business (upstream's behaviour too)
-    if not _will_rewind(instance, generation_config, call):
+    if generation_config is None or not isinstance(model_kwargs, dict) or callers is not None \
+            or not _will_rewind(instance, generation_config, call):
+        # A caller's cache is the caller's business (upstream's behaviour too); a mode that never rewinds keeps
+        # upstream's cache: the call and its answer are upstream's.
+        if record is not None:
+            record.unchanged()
         return result
     cache = model_kwargs.get("past_key_values")
     if cache is None:

@@ -28,6 +28,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from hf_genfix.toolkit import Recorder, recorder
+
 PHIMOE = "transformers.models.phimoe.modeling_phimoe:PhimoeModel.forward"
 QWEN2_MOE = "transformers.models.qwen2_moe.modeling_qwen2_moe:Qwen2MoeModel.forward"
 
@@ -42,29 +44,39 @@ def install_qwen2_moe(patcher: Any) -> None:
 
 def _install(patcher: Any, target: str) -> None:
     patcher.require(target, "past_key_values", "use_cache")
-    patcher.wrap(target, forward_with_full_cache)
+    record = recorder(patcher.patch_id)
+    patcher.wrap(target, lambda wrapped, instance, args, kwargs:
+                 forward_with_full_cache(wrapped, instance, args, kwargs, record))
 
 
-def forward_with_full_cache(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+def forward_with_full_cache(wrapped: Any, instance: Any, args: tuple, kwargs: dict,
+                            record: Recorder | None = None) -> Any:
     """Give the forward a cache that keeps every key (the layout its mask is built for)."""
     from transformers.cache_utils import DynamicCache
 
+    def upstream() -> Any:  # the call as the caller made it, said so
+        if record is not None:
+            record.unchanged()
+        return wrapped(*args, **kwargs)
+
     if getattr(instance.config, "sliding_window", None) is None:
-        return wrapped(*args, **kwargs)  # no window (Qwen2-MoE without use_sliding_window): full layers upstream too
+        return upstream()  # no window (Qwen2-MoE without use_sliding_window): full layers upstream too
     try:
         call = inspect.signature(wrapped).bind(*args, **kwargs).arguments
     except TypeError:
-        return wrapped(*args, **kwargs)  # upstream raises its own error for a call it does not take
+        return upstream()  # upstream raises its own error for a call it does not take
     cache = call.get("past_key_values")
     if cache is None:
         use_cache = call.get("use_cache")
         use_cache = instance.config.use_cache if use_cache is None else use_cache
-        if use_cache and not (instance.gradient_checkpointing and instance.training):
-            # Upstream would build DynamicCache(config=self.config): sliding layers.
-            args, kwargs = _with_argument(wrapped, args, kwargs, "past_key_values", DynamicCache())
+        if not use_cache or (instance.gradient_checkpointing and instance.training):
+            return upstream()  # no cache to build
+        # Upstream would build DynamicCache(config=self.config): sliding layers.
+        args, kwargs = _with_argument(wrapped, args, kwargs, "past_key_values", DynamicCache())
         return wrapped(*args, **kwargs)
-    if isinstance(cache, DynamicCache):
-        _full_or_refuse(cache)
+    if not isinstance(cache, DynamicCache):
+        return upstream()  # a cache of another class: its layout is the caller's choice
+    _full_or_refuse(cache)
     return wrapped(*args, **kwargs)
 
 

@@ -34,7 +34,7 @@ import inspect
 import sys
 from typing import Any
 
-from hf_genfix.toolkit import bound_arguments
+from hf_genfix.toolkit import Recorder, bound_arguments, recorder
 
 GEMMA3 = "transformers.models.gemma3.modeling_gemma3"
 GEMMA4 = "transformers.models.gemma4.modeling_gemma4"
@@ -55,14 +55,19 @@ def _install(patcher: Any, module: str, full_sees_blocks: bool) -> None:
     patcher.require(sliding, "config", "or_mask_function", "and_mask_function")
     patcher.require(generate, "config", "or_mask_function")
     patcher.require(f"{module}:create_causal_mask", "config", "or_mask_function")
-    patcher.wrap(sliding, windowed_sliding_mask)
-    patcher.wrap(generate, _per_layer_kind(module, full_sees_blocks))
+    record = recorder(patcher.patch_id)  # each wrapper says where it leaves a call as upstream makes it
+    patcher.wrap(sliding, lambda wrapped, instance, args, kwargs:
+                 windowed_sliding_mask(wrapped, instance, args, kwargs, record))
+    patcher.wrap(generate, _per_layer_kind(module, full_sees_blocks, record))
 
 
-def windowed_sliding_mask(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+def windowed_sliding_mask(wrapped: Any, instance: Any, args: tuple, kwargs: dict,
+                          record: Recorder | None = None) -> Any:
     """``create_sliding_window_causal_mask`` whose overlays stay inside the window."""
     call = bound_arguments(wrapped, args, kwargs)
     if all(call.get(name) is None for name in _OVERLAYS):
+        if record is not None:
+            record.unchanged()  # no overlay (no image): upstream's mask
         return wrapped(*args, **kwargs)
     from transformers.masking_utils import and_masks, or_masks
 
@@ -80,13 +85,15 @@ def windowed_sliding_mask(wrapped: Any, instance: Any, args: tuple, kwargs: dict
     return wrapped(**call)
 
 
-def _per_layer_kind(module: str, full_sees_blocks: bool) -> Any:
+def _per_layer_kind(module: str, full_sees_blocks: bool, record: Recorder | None = None) -> Any:
     def masks_for_generate(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
         call = bound_arguments(wrapped, args, kwargs)
         config = call.get("config")
         text = config.get_text_config() if hasattr(config, "get_text_config") else config
         kinds = set(getattr(text, "layer_types", None) or ())
         if all(call.get(name) is None for name in _OVERLAYS) or not kinds or not kinds <= {SLIDING, FULL}:
+            if record is not None:
+                record.unchanged()
             return wrapped(*args, **kwargs)
         owner = sys.modules[module]
         names = inspect.signature(owner.create_causal_mask).parameters

@@ -28,9 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hf_genfix._patches.sliding_window.shared.dynamic_full import PREPARE_CACHE, prepare_rewindable_cache
+from hf_genfix._patches.sliding_window.shared import dynamic_full
 
 
 def install(patcher: Any) -> None:
-    patcher.require(PREPARE_CACHE, "generation_config", "model_kwargs")
-    patcher.wrap(PREPARE_CACHE, prepare_rewindable_cache)
+    dynamic_full.install(patcher)

@@ -59,6 +59,8 @@ def install(patcher: Any) -> None:
             _set_layers(instance, [sliding(sliding_window=window) if k == _SLIDING else full() for k in kinds])
             if record.on:
                 record.changed("built %d dynamic cache layers", len(kinds))
+        else:
+            record.unchanged()  # a cache with layers, or a config that shares no-kv layers: upstream's cache
 
     def static_init(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> None:
         wrapped(*args, **kwargs)
@@ -74,6 +76,8 @@ def install(patcher: Any) -> None:
             ])
             if record.on:
                 record.changed("built %d static cache layers", len(kinds))
+        else:
+            record.unchanged()
 
     patcher.wrap(DYNAMIC_INIT, dynamic_init)
     patcher.wrap(STATIC_INIT, static_init)
