@@ -73,10 +73,9 @@ def install_continuation(patcher: Any, mixer: str | None, backbone: str | None =
                      slice_continuation(wrapped, instance, args, kwargs, recurrent, record))
 
 
-def _upstream(record: Recorder | None, wrapped: Any, args: tuple, kwargs: dict) -> Any:
+def _upstream(record: Recorder, wrapped: Any, args: tuple, kwargs: dict) -> Any:
     """The call as the caller made it, said to be upstream's (``record.unchanged()``)."""
-    if record is not None:
-        record.unchanged()
+    record.unchanged()
     return wrapped(*args, **kwargs)
 
 
@@ -103,7 +102,7 @@ def _takes_arguments(method: Any) -> bool:
         return True
 
 
-def split_after_state(wrapped: Any, instance: Any, args: tuple, kwargs: dict, record: Recorder | None = None) -> Any:
+def split_after_state(wrapped: Any, instance: Any, args: tuple, kwargs: dict, record: Recorder) -> Any:
     """The mixer: several tokens after this layer's state go through upstream's one-token path, one at a time."""
     import torch
 
@@ -211,12 +210,11 @@ def _before_5_17() -> bool:
     return Version(Version(transformers.__version__).base_version) < Version("5.17.0")
 
 
-def count_fed(wrapped: Any, instance: Any, args: tuple, kwargs: dict, record: Recorder | None = None) -> Any:
+def count_fed(wrapped: Any, instance: Any, args: tuple, kwargs: dict, record: Recorder) -> Any:
     """The backbone: after the call, the cache's count is the columns fed since it held no state. Always the
     caller's call and upstream's answer (``unchanged()``): the count is an attribute only ``slice_continuation``
     reads, and that wrapper says itself where it changes a call."""
-    if record is not None:
-        record.unchanged()
+    record.unchanged()
     bound = signature(wrapped).bind(*args, **kwargs)
     ids, embeds = bound.arguments.get("input_ids"), bound.arguments.get("inputs_embeds")
     fed = ids.shape[1] if ids is not None else embeds.shape[1] if embeds is not None else None
@@ -243,8 +241,8 @@ def count_fed(wrapped: Any, instance: Any, args: tuple, kwargs: dict, record: Re
     return out
 
 
-def slice_continuation(wrapped: Any, instance: Any, args: tuple, kwargs: dict, recurrent: tuple = (),
-                       record: Recorder | None = None) -> Any:
+def slice_continuation(wrapped: Any, instance: Any, args: tuple, kwargs: dict, recurrent: tuple,
+                       record: Recorder) -> Any:
     """The model's prepare_inputs_for_generation: a first iteration over a cache that holds a state feeds only the
     columns the cache has not seen, as generate() does for an attention cache of that length (``recurrent``: the
     model's own cache classes that hold recurrent states only)."""

@@ -25,7 +25,7 @@ def install(patcher: Any) -> None:
 
 
 def prepare_rewindable_cache(wrapped: Any, instance: Any, args: tuple, kwargs: dict,
-                             record: Recorder | None = None) -> Any:
+                             record: Recorder) -> Any:
     """Let upstream prepare the cache, then make sure a cache that will be rewound has no sliding layers."""
     call = _bind(wrapped, args, kwargs)
     generation_config, model_kwargs = call.get("generation_config"), call.get("model_kwargs")
@@ -35,8 +35,7 @@ def prepare_rewindable_cache(wrapped: Any, instance: Any, args: tuple, kwargs: d
             or not _will_rewind(instance, generation_config, call):
         # A caller's cache is the caller's business (upstream's behaviour too); a mode that never rewinds keeps
         # upstream's cache: the call and its answer are upstream's.
-        if record is not None:
-            record.unchanged()
+        record.unchanged()
         return result
     cache = model_kwargs.get("past_key_values")
     if cache is None:

@@ -50,13 +50,12 @@ def _install(patcher: Any, target: str) -> None:
 
 
 def forward_with_full_cache(wrapped: Any, instance: Any, args: tuple, kwargs: dict,
-                            record: Recorder | None = None) -> Any:
+                            record: Recorder) -> Any:
     """Give the forward a cache that keeps every key (the layout its mask is built for)."""
     from transformers.cache_utils import DynamicCache
 
     def upstream() -> Any:  # the call as the caller made it, said so
-        if record is not None:
-            record.unchanged()
+        record.unchanged()
         return wrapped(*args, **kwargs)
 
     if getattr(instance.config, "sliding_window", None) is None:

@@ -62,12 +62,11 @@ def _install(patcher: Any, module: str, full_sees_blocks: bool) -> None:
 
 
 def windowed_sliding_mask(wrapped: Any, instance: Any, args: tuple, kwargs: dict,
-                          record: Recorder | None = None) -> Any:
+                          record: Recorder) -> Any:
     """``create_sliding_window_causal_mask`` whose overlays stay inside the window."""
     call = bound_arguments(wrapped, args, kwargs)
     if all(call.get(name) is None for name in _OVERLAYS):
-        if record is not None:
-            record.unchanged()  # no overlay (no image): upstream's mask
+        record.unchanged()  # no overlay (no image): upstream's mask
         return wrapped(*args, **kwargs)
     from transformers.masking_utils import and_masks, or_masks
 
@@ -85,15 +84,14 @@ def windowed_sliding_mask(wrapped: Any, instance: Any, args: tuple, kwargs: dict
     return wrapped(**call)
 
 
-def _per_layer_kind(module: str, full_sees_blocks: bool, record: Recorder | None = None) -> Any:
+def _per_layer_kind(module: str, full_sees_blocks: bool, record: Recorder) -> Any:
     def masks_for_generate(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
         call = bound_arguments(wrapped, args, kwargs)
         config = call.get("config")
         text = config.get_text_config() if hasattr(config, "get_text_config") else config
         kinds = set(getattr(text, "layer_types", None) or ())
         if all(call.get(name) is None for name in _OVERLAYS) or not kinds or not kinds <= {SLIDING, FULL}:
-            if record is not None:
-                record.unchanged()
+            record.unchanged()
             return wrapped(*args, **kwargs)
         owner = sys.modules[module]
         names = inspect.signature(owner.create_causal_mask).parameters
