@@ -390,9 +390,11 @@ def test_a_run_that_reads_no_switch_is_its_own_upstream(monkeypatch):
     record = recorder("same-code-test")
 
     def through(wrapped, instance, args, kwargs):
-        # Calls through when given nothing; changes the call when given x.
+        # Calls through when given nothing or a keyword (both forms of saying so); changes the call when given x.
         if args:
             return wrapped(args[0] + 1)
+        if kwargs:
+            return record.through(wrapped, args, kwargs)
         record.unchanged()
         return wrapped(*args, **kwargs)
 
@@ -416,6 +418,7 @@ def test_a_run_that_reads_no_switch_is_its_own_upstream(monkeypatch):
                                     (asks_on, frozenset({"same-code-test"}), 2),
                                     # A wrapper that calls straight through reached nothing, every time it does.
                                     (lambda: module.through() + module.through() - 1, frozenset(), 1),
+                                    (lambda: module.through(x=0) * module.through(), frozenset(), 1),
                                     # One call through and one changed: the changed one is a read that counts.
                                     (lambda: module.through() + module.through(0) - 1, frozenset({"same-code-test"}),
                                      2)):

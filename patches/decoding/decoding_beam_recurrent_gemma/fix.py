@@ -57,12 +57,10 @@ def _beam_search(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     if record.on:
         record.seen()
     if getattr(getattr(instance, "config", None), "model_type", None) not in MODEL_TYPES:
-        record.unchanged()
-        return wrapped(*args, **kwargs)
+        return record.through(wrapped, args, kwargs)
     bound = bind(wrapped, args, kwargs)
     if bound is None or not uses_cache(bound, instance):
-        record.unchanged()
-        return wrapped(*args, **kwargs)
+        return record.through(wrapped, args, kwargs)
     model_kwargs = bound.arguments.get("model_kwargs") or {}
     for keyword in CACHE_KEYWORDS:
         cache = model_kwargs.get(keyword)  # else an empty cache generate() made for the call (5.24+): dropped

@@ -68,12 +68,10 @@ def _beam_search(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
         record.seen()
     keyword = _state_keyword(instance)
     if keyword is None:
-        record.unchanged()
-        return wrapped(*args, **kwargs)
+        return record.through(wrapped, args, kwargs)
     bound = bind(wrapped, args, kwargs)
     if bound is None or not uses_cache(bound, instance):
-        record.unchanged()
-        return wrapped(*args, **kwargs)
+        return record.through(wrapped, args, kwargs)
     if holds_state((bound.arguments.get("model_kwargs") or {}).get(keyword)):
         raise refusal(instance, keyword, env_name(record.patch_id), newer="upgrade to transformers 5.13 or later, ")
     args, kwargs = without_cache(bound, (keyword,))  # an empty cache generate() made for the call (5.x): dropped

@@ -49,12 +49,11 @@ def _ranking_fast(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any
     context, mask = call.get("context_hidden"), call.get("cosine_matrix_mask")
     if not (torch.is_tensor(context) and torch.is_tensor(mask)) or context.dim() != 3 \
             or tuple(mask.shape) != tuple(context.shape[:2]):
-        record.unchanged()
-        return wrapped(*args, **kwargs)
+        return record.through(wrapped, args, kwargs)
     blank = (mask == 0) & (context.norm(dim=-1) == 0)
     if not bool(blank.any()):
-        record.unchanged()  # no padding position without a direction: upstream's answer stands
-        return wrapped(*args, **kwargs)
+        # no padding position without a direction: upstream's answer stands
+        return record.through(wrapped, args, kwargs)
     call["context_hidden"] = context.masked_fill(blank.unsqueeze(-1), 1.0)
     if record.on:
         record.changed("%d padding position(s) with a zero hidden state kept out of the degeneration penalty",

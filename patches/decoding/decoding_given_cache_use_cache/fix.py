@@ -44,8 +44,7 @@ def install(patcher: Any) -> None:
 def _generate(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     given = _cache_left_unused(instance, kwargs)
     if given is None:
-        record.unchanged()
-        return wrapped(*args, **kwargs)
+        return record.through(wrapped, args, kwargs)
     if record.on:
         record.changed("use_cache=True for a call given a %s (the generation config says False)",
                        type(given).__name__)

@@ -138,8 +138,7 @@ def _per_row(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     marked = getattr(instance, "__dict__", {}).get(PADS)
     function = getattr(wrapped, "__func__", None)  # called through the class: left to upstream
     if marked is None or function is None:
-        record.unchanged()
-        return wrapped(*args, **kwargs)
+        return record.through(wrapped, args, kwargs)
     pads, width, eos = marked
     bound = bound_arguments(wrapped, args, kwargs)
     input_ids, scores = bound.get("input_ids"), bound.get("scores")

@@ -53,15 +53,13 @@ def _prefill(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     if record.on:
         record.seen()
     if not getattr(getattr(instance, "config", None), "is_encoder_decoder", False):
-        record.unchanged()
-        return wrapped(*args, **kwargs)
+        return record.through(wrapped, args, kwargs)
     names = ("input_ids", "generation_config", "model_kwargs")
     bound = dict(zip(names, args), **kwargs)
     ids, config, model_kwargs = bound.get("input_ids"), bound.get("generation_config"), bound.get("model_kwargs")
     cached = _cached_positions(instance, ids, config, model_kwargs)
     if not cached:
-        record.unchanged()
-        return wrapped(*args, **kwargs)
+        return record.through(wrapped, args, kwargs)
     if record.on:
         record.changed("fed the %d decoder tokens after %d cached of %d", ids.shape[1] - cached, cached,
                        ids.shape[1])

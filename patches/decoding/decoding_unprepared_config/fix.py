@@ -40,8 +40,7 @@ def install(patcher: Any) -> None:
     def wrapper(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
         given = kwargs.get("generation_config", args[0] if args else None)
         if instance is None or given is None or hasattr(given, "_eos_token_tensor"):
-            record.unchanged()
-            return wrapped(*args, **kwargs)
+            return record.through(wrapped, args, kwargs)
         prepared = copy.copy(given)
         instance._prepare_special_tokens(prepared, None, device=instance.device)
         if record.on:

@@ -101,8 +101,7 @@ def _bind(args: tuple, kwargs: dict) -> tuple[Any, Any, dict, bool]:
 def _prefill(wrapped: Any, instance: Any, args: tuple, kwargs: dict, patch: str, bidirectional_only: bool) -> Any:
     one_pass = _one_pass(instance, args, kwargs, patch, bidirectional_only)
     if one_pass is None:
-        recorder(patch).unchanged()
-        return wrapped(*args, **kwargs)
+        return recorder(patch).through(wrapped, args, kwargs)
     if len(args) > 1:
         args = (args[0], one_pass, *args[2:])
     else:

@@ -75,8 +75,7 @@ def install_continuation(patcher: Any, mixer: str | None, backbone: str | None =
 
 def _upstream(record: Recorder, wrapped: Any, args: tuple, kwargs: dict) -> Any:
     """The call as the caller made it, said to be upstream's (``record.unchanged()``)."""
-    record.unchanged()
-    return wrapped(*args, **kwargs)
+    return record.through(wrapped, args, kwargs)
 
 
 def has_state(cache: Any, layer: Any = None) -> bool:

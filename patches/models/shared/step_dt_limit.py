@@ -66,8 +66,7 @@ def _step(record: Any, wrapped: Any, args: tuple, kwargs: dict) -> Any:
 
     limit = _limit.get()
     if limit is None or tuple(limit) == (0.0, float("inf")) or len(args) < 3:
-        record.unchanged()
-        return wrapped(*args, **kwargs)
+        return record.through(wrapped, args, kwargs)
     if record.on:
         record.seen()
     dt, bias, softplus = args[2], kwargs.get("dt_bias"), kwargs.get("dt_softplus", False)

@@ -269,5 +269,4 @@ def _quiet_false_alarm(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -
     """Drop the <= 5.2 "right-padding was detected" warning while the mask proves the batch left-aligned."""
     if getattr(_state, "left_aligned", False) and args and "right-padding was detected" in str(args[0]):
         return None
-    record.unchanged()
-    return wrapped(*args, **kwargs)
+    return record.through(wrapped, args, kwargs)

@@ -112,8 +112,7 @@ def install(patcher: Any) -> None:
         call = None if from_generate(kwargs) or instance is None else \
             _as_generate_call(wrapped, instance, args, kwargs, era)
         if call is None:
-            record.unchanged()  # generate()'s own call, or one left as it came
-            return wrapped(*args, **kwargs)
+            return record.through(wrapped, args, kwargs)  # generate()'s own call, or one left as it came
         return wrapped(*call[0], **call[1])
 
     wrap_overrides(patcher, prepare_inputs_for_generation)

@@ -52,13 +52,11 @@ def install(patcher: Any) -> None:
         if record.on:
             record.seen()
         if instance is None:
-            record.unchanged()
-            return wrapped(*args, **kwargs)
+            return record.through(wrapped, args, kwargs)
         named_args, named = name_positional(wrapped, args, kwargs)
         given = named.get("past_key_values")
         if not _legacy_tuples(given):
-            record.unchanged()
-            return wrapped(*args, **kwargs)
+            return record.through(wrapped, args, kwargs)
         view = named["past_key_values"] = ReturnedTuples(given)
         if record.on:
             record.changed("%s given its returned tuple cache with get_seq_length()", type(instance).__name__)

@@ -55,8 +55,7 @@ _LOCK = reset_in_child(threading.Lock())
 def install(patcher: Any) -> None:
     def beam_search(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
         if instance is None or not _own_reorder(type(instance)):
-            record.unchanged()
-            return wrapped(*args, **kwargs)
+            return record.through(wrapped, args, kwargs)
         with _LOCK:
             running = _RUNNING.get(instance, 0)
             ours = running > 0 or "_reorder_cache" not in vars(instance)  # else the user's own: left alone

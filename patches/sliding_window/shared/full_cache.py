@@ -55,8 +55,7 @@ def forward_with_full_cache(wrapped: Any, instance: Any, args: tuple, kwargs: di
     from transformers.cache_utils import DynamicCache
 
     def upstream() -> Any:  # the call as the caller made it, said so
-        record.unchanged()
-        return wrapped(*args, **kwargs)
+        return record.through(wrapped, args, kwargs)
 
     if getattr(instance.config, "sliding_window", None) is None:
         return upstream()  # no window (Qwen2-MoE without use_sliding_window): full layers upstream too

@@ -66,8 +66,7 @@ def windowed_sliding_mask(wrapped: Any, instance: Any, args: tuple, kwargs: dict
     """``create_sliding_window_causal_mask`` whose overlays stay inside the window."""
     call = bound_arguments(wrapped, args, kwargs)
     if all(call.get(name) is None for name in _OVERLAYS):
-        record.unchanged()  # no overlay (no image): upstream's mask
-        return wrapped(*args, **kwargs)
+        return record.through(wrapped, args, kwargs)  # no overlay (no image): upstream's mask
     from transformers.masking_utils import and_masks, or_masks
 
     from hf_genfix.helpers.sliding_window import SlidingWindowPolicy
@@ -91,8 +90,7 @@ def _per_layer_kind(module: str, full_sees_blocks: bool, record: Recorder) -> An
         text = config.get_text_config() if hasattr(config, "get_text_config") else config
         kinds = set(getattr(text, "layer_types", None) or ())
         if all(call.get(name) is None for name in _OVERLAYS) or not kinds or not kinds <= {SLIDING, FULL}:
-            record.unchanged()
-            return wrapped(*args, **kwargs)
+            return record.through(wrapped, args, kwargs)
         owner = sys.modules[module]
         names = inspect.signature(owner.create_causal_mask).parameters
         # What upstream's create_masks_for_generate hands each builder: its named arguments, the text config.

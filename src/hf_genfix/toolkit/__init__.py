@@ -102,8 +102,7 @@ class Recorder:
         if record.on:
             record.changed("realigned %d of %d rows", n, batch)  # the wrapper changed this call, and how
         ...
-        record.unchanged()                                     # or: this call is upstream's, as given
-        return wrapped(*args, **kwargs)
+        return record.through(wrapped, args, kwargs)          # or: this call is upstream's, as given
 
     ``unchanged()`` is not a recording: it tells the sweep's differential that the call needs no second run with
     the patch off (one global read when nobody watches).
@@ -130,6 +129,13 @@ class Recorder:
         only then: the sweep's differential takes the answer of a run whose every patched call said so as
         upstream's, without running it again with the patches off (``_patcher.passed_through``)."""
         _patcher.passed_through(self.patch_id)
+
+    def through(self, wrapped: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        """A wrapper's pass-through path in one line, ``return record.through(wrapped, args, kwargs)``: the wrapped
+        call with the caller's own arguments, its answer as it is, and ``unchanged()`` said for it; the call and the
+        word that it is upstream's cannot drift apart."""
+        _patcher.passed_through(self.patch_id)
+        return wrapped(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"Recorder({self.patch_id!r})"
