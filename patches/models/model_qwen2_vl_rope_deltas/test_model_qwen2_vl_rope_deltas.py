@@ -98,6 +98,22 @@ def test_where_upstream_is_right_it_is_bitwise_upstream(subject):
         assert all(torch.equal(p, q) for p, q in zip(x.logits, y.logits))
 
 
+def test_a_call_whose_offsets_are_already_the_caches_reaches_nothing(subject):
+    """The sweep's differential runs upstream again only for a run that reached a patch (``Recorder.unchanged``):
+    two turns with nothing between restore nothing, so they reach no rope-deltas wrapper; a no-cache forward of
+    another prompt between them makes the second turn restore the cache's offsets, which it reaches (and records)."""
+    import hf_genfix
+    from hf_genfix import _patcher
+
+    for between in (False, True):
+        with _patcher.watching() as reached, hf_genfix.recording() as calls:
+            first, cache, kwargs2 = _two_turns(subject, between=between)
+            with imagetext.loud(subject.model):
+                imagetext._generate(subject, kwargs2, max_new_tokens=4, past_key_values=cache)
+        assert (subject.patch in reached) == between, (between, reached)
+        assert (calls.counts.get(subject.patch, (0, 0))[1] > 0) == between
+
+
 def test_a_cache_filled_without_the_patch_continues_as_upstream(subject):
     """No note on the cache (filled with the patch off, e.g. before hf_genfix was imported): the continuation reads
     the model's stored offsets, as upstream does, bitwise."""

@@ -66,23 +66,23 @@ def _forward(wrapped: Any, args: tuple, kwargs: dict, record: Any) -> Any:
 
     # The hot path first: generate() names its positions by keyword at every step; no binding needed for it.
     if kwargs.get("cache_position") is not None or kwargs.get("position_ids") is not None:
-        return wrapped(*args, **kwargs)
+        return record.through(wrapped, args, kwargs)
     try:
         bound = inspect.signature(wrapped).bind(*args, **kwargs)
     except TypeError:
-        return wrapped(*args, **kwargs)
+        return record.through(wrapped, args, kwargs)
     call = bound.arguments
     if call.get("cache_position") is not None or call.get("position_ids") is not None:
-        return wrapped(*args, **kwargs)
+        return record.through(wrapped, args, kwargs)
     try:
         past = cache_length(call.get("past_key_values"))
     except TypeError:
-        return wrapped(*args, **kwargs)  # a cache layout we cannot read: upstream's behaviour
+        return record.through(wrapped, args, kwargs)  # a cache layout we cannot read: upstream's behaviour
     new = call.get("input_ids")
     if new is None:
         new = call.get("inputs_embeds")
     if past <= 0 or new is None or new.dim() < 2:
-        return wrapped(*args, **kwargs)
+        return record.through(wrapped, args, kwargs)
     call["cache_position"] = torch.arange(past, past + new.shape[1], device=new.device)
     if record.on:
         record.changed("cache_position %d..%d given to a forward that continues a cache", past,

@@ -77,6 +77,7 @@ def _definition(wrapped: Any, args: tuple, kwargs: dict, record: Any) -> Any:
     fixed = vision_positions(bound["start_position"], bound["grid_thw"], bound.get("temp_merge_size", 1),
                              bound.get("spatial_merge_size", 1), bound.get("time_interval", 1), upstream.device)
     if fixed.shape == upstream.shape and bool((fixed == upstream.to(fixed.dtype)).all()):
+        record.unchanged()  # upstream's positions are the definition's: its answer, as it is
         return upstream
     if record.on:
         record.changed("M-RoPE positions of a vision block (grid %s, interval %s): each frame at start + t * interval",

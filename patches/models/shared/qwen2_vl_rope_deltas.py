@@ -31,6 +31,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hf_genfix.toolkit import Recorder, recorder
+
 # model type -> (module, class); the patch ids: ``-steps`` up to 5.1 (the offsets are read per step in
 # ``prepare_inputs_for_generation``), the plain id from 5.2 (read once per generate() call in
 # ``_prepare_position_ids_for_generation``).
@@ -46,8 +48,13 @@ def _install(patcher: Any, arch: str, hook: str) -> None:
     module, cls = MODELS[arch]
     patcher.require(f"{module}:{cls}.forward")
     patcher.require(f"{module}:{cls}.{hook}")
-    patcher.wrap(f"{module}:{cls}.forward", _forward)
-    patcher.wrap(f"{module}:{cls}.{hook}", _generation_hook)
+    # Functions closing over the installing patch's recorder (not functools.partial: the patcher hides each
+    # wrapper's code from warnings' stacklevel): a call that restores nothing says it is upstream's.
+    record = recorder(patcher.patch_id)
+    patcher.wrap(f"{module}:{cls}.forward", lambda wrapped, instance, args, kwargs:
+                 _forward(wrapped, instance, args, kwargs, record))
+    patcher.wrap(f"{module}:{cls}.{hook}", lambda wrapped, instance, args, kwargs:
+                 _generation_hook(wrapped, instance, args, kwargs, record))
 
 
 def install_qwen2_vl(patcher: Any) -> None:
@@ -88,13 +95,30 @@ def _length(cache: Any) -> int:
         return 0
 
 
-def _restore(inner: Any, cache: Any) -> None:
-    """Before continuing ``cache``: the model's offsets are those of the prompt the cache holds, where noted."""
-    if cache is None or _length(cache) == 0:
+def _restore(inner: Any, cache: Any, record: Recorder) -> None:
+    """Before continuing ``cache``: the model's offsets are those of the prompt the cache holds, where noted. Where
+    they already are (or nothing is noted), the call about to run is upstream's (the note ``_note`` leaves on the
+    cache afterwards is ours alone), and ``record`` says so."""
+    if record.on:
+        record.seen()
+    noted = getattr(cache, NOTE, None) if cache is not None and _length(cache) else None
+    if noted is None or _same(noted, inner.rope_deltas):
+        record.unchanged()
         return
-    noted = getattr(cache, NOTE, None)
-    if noted is not None and noted is not inner.rope_deltas:
-        inner.rope_deltas = noted
+    if record.on:
+        record.changed("M-RoPE offsets of the prompt the cache holds put back (another call's were on the model)")
+    inner.rope_deltas = noted
+
+
+def _same(noted: Any, current: Any) -> bool:
+    """Whether the model already holds the noted offsets: the same object, or (a no-cache forward in between
+    recomputed them) equal values."""
+    import torch
+
+    if noted is current:
+        return True
+    return isinstance(noted, torch.Tensor) and isinstance(current, torch.Tensor) and noted.shape == current.shape \
+        and noted.dtype == current.dtype and noted.device == current.device and torch.equal(noted, current)
 
 
 def _note(inner: Any, cache: Any) -> None:
@@ -106,9 +130,9 @@ def _note(inner: Any, cache: Any) -> None:
         pass
 
 
-def _forward(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+def _forward(wrapped: Any, instance: Any, args: tuple, kwargs: dict, record: Recorder) -> Any:
     holder, cache = _holder(instance), _cache_of(kwargs)
-    _restore(holder, cache)
+    _restore(holder, cache, record)
     out = wrapped(*args, **kwargs)
     returned = getattr(out, "cache", None) if "cache" in getattr(type(out), "__dataclass_fields__", ()) else \
         getattr(out, "past_key_values", None)
@@ -116,14 +140,14 @@ def _forward(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     return out
 
 
-def _generation_hook(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+def _generation_hook(wrapped: Any, instance: Any, args: tuple, kwargs: dict, record: Recorder) -> Any:
     inner = _holder(instance)
     if wrapped.__name__ == "_prepare_position_ids_for_generation":
         model_kwargs = args[1] if len(args) > 1 else kwargs.get("model_kwargs", {})
         cache = _cache_of(model_kwargs or {})
     else:
         cache = _cache_of(kwargs)
-    _restore(inner, cache)
+    _restore(inner, cache, record)
     result = wrapped(*args, **kwargs)
     _note(inner, cache)
     return result

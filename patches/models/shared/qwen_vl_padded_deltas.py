@@ -67,23 +67,27 @@ def install_qwen2_5_vl(patcher: Any) -> None:
 def _real_deltas(wrapped: Any, args: tuple, kwargs: dict, record: Any) -> Any:
     import torch
 
-    result = wrapped(*args, **kwargs)
+    result = wrapped(*args, **kwargs)  # each ``return result`` below: upstream's answer as it is (unchanged)
     try:
         positions, deltas = result
     except (TypeError, ValueError):
+        record.unchanged()
         return result
     bound = bound_arguments(wrapped, args, kwargs)
     ids, mask = bound.get("input_ids"), bound.get("attention_mask")
     if not isinstance(ids, torch.Tensor) or not isinstance(positions, torch.Tensor) or positions.dim() != 3 \
             or not isinstance(deltas, torch.Tensor) or deltas.numel() != ids.shape[0]:
+        record.unchanged()
         return result
     real = torch.ones_like(ids, dtype=torch.bool) if mask is None else (mask == 1).to(positions.device)
     if mask is not None and mask.dim() != 2:
+        record.unchanged()
         return result
     # Each row's largest position over its real tokens, + 1, minus their count (5.3.0's definition).
     top = positions.masked_fill(~real.unsqueeze(0), torch.iinfo(positions.dtype).min).amax(dim=(0, 2))
     fixed = (top + 1 - real.sum(dim=1)).to(deltas.dtype).reshape(deltas.shape).to(deltas.device)
     if torch.equal(fixed, deltas):
+        record.unchanged()
         return result
     if record.on:
         record.changed("M-RoPE offsets over each row's real tokens: %s instead of %s",
