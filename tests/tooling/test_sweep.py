@@ -107,6 +107,26 @@ def test_failures_are_attributed(make_registry, fake_scenarios):
                                                          "unaffected-but-defect": "not-needed"}
 
 
+def test_the_search_forces_only_the_patches_that_could_change_the_models_calls(make_registry, fake_scenarios,
+                                                                               monkeypatch):
+    """``explain``'s search forces a patch that is not installed only where it could act on the model (its targets
+    are not all another model's, remote code's or a tokenizer's): told that none can, unless_forced is not explained
+    (unknown, where forcing unaffected-but-defect would find it: test_failures_are_attributed)."""
+    from hf_genfix.oracles.sweep import core
+
+    asked = []
+
+    def nothing_can(targets, family, modules, tokenizer=False):
+        asked.append(modules)
+        return "its targets are another model's"
+
+    monkeypatch.setattr(core, "cannot_act", nothing_can)
+    registry = make_registry("fixed-here", "unaffected-but-defect")
+    out = sweep.run_sweep(registry, archs=["llama"], scenarios=["unless_forced"])
+    assert out["architectures"]["llama"]["scenarios"]["unless_forced"]["verdict"] == "unknown"
+    assert asked and all("transformers.models.llama.modeling_llama" in modules for modules in asked)
+
+
 def wrong_otherwise(subject):
     if _thing().answer() == 41:  # upstream raises; with the fixture patch the answer is silently wrong instead
         raise TypeError("upstream refuses")
@@ -615,6 +635,23 @@ def test_recall_finds_a_patch_that_answers_a_call_upstream_raises_on(make_regist
     recall.attribute(lambda subject: {}, sweep.Subject("llama"), "cache-implementations", {"outcome": "pass"}, pair)
     assert ("fixed-here" in recall.hits) is found
     assert recall.failing_upstream == (1 if found else 0)
+
+
+@pytest.mark.parametrize("reached, tried", [(frozenset(), False), (frozenset({"fixed-here"}), True),
+                                             (frozenset({"*"}), True)])
+def test_recall_switches_off_alone_only_a_patch_the_run_reached(make_registry, reached, tried):
+    """A patch whose switch hf_genfix's run never read (or whose every read its wrapper took back: the call was
+    upstream's) runs the same code switched off: that run cannot find it and is not made (NemotronH alone on
+    5.12.1: 847 s -> 226 s). A run nobody watched (``{"*"}``) may have reached anything."""
+    from hf_genfix.oracles import differential
+
+    recall = sweep.Recall(make_registry("fixed-here"), ["fixed-here"])
+    _thing()  # its target imported: the patch is installed
+    pair = {"verdict": "corrected", "upstream": differential.Observation("wrong"),
+            "ours": differential.Observation("pass", reached=reached)}
+    recall.attribute(fixed_by_the_patch, sweep.Subject("llama"), "fixed_by_the_patch", {"outcome": "pass"}, pair)
+    assert recall.failing_upstream == 1
+    assert (recall.tried.get("fixed-here", 0) == 1) is tried
 
 
 def test_recall_knows_what_the_sweep_cannot_reach(make_registry):
