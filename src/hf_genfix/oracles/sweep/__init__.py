@@ -10,7 +10,7 @@ The package's parts import one way, down to ``core``, and this module puts them 
   ``equivalences`` (inputs_embeds, every cache implementation), ``contrastive`` (contrastive search against its
   definition), ``inputs`` (a forward is a function of its
   inputs), ``continuations`` (continuations of a cache), ``remote`` (the tiny remote-code repos) and
-  ``tokenizers`` (the local tokenizer repos).
+  ``tokenizers`` (the local tokenizer repos) and ``bert_decoders`` (encoders built with ``is_decoder=True``).
 
 ``core``'s docstring says what the sweep does and how it judges. Its public names are this package's.
 """
@@ -31,3 +31,4 @@ from . import inputs  # noqa: F401 - a forward is a function of its inputs (issu
 from . import continuations  # noqa: F401 - a second turn, a prefix cache reused, the own cache (issue 36)
 from . import remote  # noqa: F401 - the tiny remote-code repos as a kind (issue 36)
 from . import tokenizers  # noqa: F401 - the local tokenizer repos as a kind (issue 36)
+from . import bert_decoders  # noqa: F401 - encoders built as decoders (is_decoder=True) as a kind (session 38)

@@ -184,10 +184,11 @@ class Subject:
     and on demand a draft of the same type (another seed) and a 1-layer copy (same seed) as assistants."""
 
     kind = "decoder-only"
+    config_overrides: dict[str, Any] = {}  # a kind's own config switches (bert_decoders: is_decoder=True)
 
     def __init__(self, model_type: str):
         self.model_type = model_type
-        self.overrides = dict(_sliding_overrides(model_type), **_ssm_overrides(model_type))
+        self.overrides = dict(_sliding_overrides(model_type), **_ssm_overrides(model_type), **self.config_overrides)
         self.sliding = bool(self.overrides)
         self.model = build(model_type, seed=0, **self.overrides)
         self._draft: Any = None

@@ -1,0 +1,132 @@
+"""``prepare-inputs-padding-idx-positions``: the checks every patch owes (hf_genfix.testing.patches.PatchTests), the
+other RoBERTa-style decoders, and the calls it must leave as upstream makes them."""
+
+import pytest
+
+from hf_genfix.testing.patches import PatchTests
+
+PATCH = "prepare-inputs-padding-idx-positions"
+
+
+class TestPatch(PatchTests):
+    """``prepare-inputs-padding-idx-positions``: its probe proves it on this release; its plain program installs
+    it."""
+
+
+def _applied() -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    import hf_genfix
+    from hf_genfix.doctor import import_targets
+
+    import_targets()
+    if {s.id: s.state for s in hf_genfix.status()}.get(PATCH) != "applied":
+        pytest.skip(f"{PATCH} is not applied on this release")
+
+
+@pytest.mark.parametrize("model_type", ["roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "data2vec-text",
+                                        "roberta-prelayernorm"])
+def test_each_roberta_style_decoder_generates_its_own_positions(model_type):
+    """The sweep's cached and uncached equivalences on each model of the class: wrong without the patch (units, not
+    rounding), right with it."""
+    _applied()
+    import hf_genfix
+    from hf_genfix.oracles import DefectObserved, ProbeSkipped
+    from hf_genfix.oracles.sweep import SCENARIOS
+    from hf_genfix.oracles.sweep.bert_decoders import BertDecoderSubject
+
+    try:
+        subject = BertDecoderSubject(model_type)
+    except ProbeSkipped as exc:
+        pytest.skip(f"{model_type}: {exc}")
+    for name in ("bert-decoder-cached", "bert-decoder-uncached"):
+        with hf_genfix.disabled(PATCH), pytest.raises(DefectObserved) as caught:
+            SCENARIOS[name](subject)
+        assert caught.value.figures["max_logit_diff"] > 0.5
+        assert SCENARIOS[name](subject)["max_logit_diff"] < 1e-4
+
+
+def _generate(model, **kwargs):
+    import torch
+
+    ids = torch.tensor([[1, 1, 5, 6, 7], [8, 9, 10, 11, 12]])
+    with torch.no_grad():
+        return model.generate(ids, attention_mask=(ids != 1).long(), max_new_tokens=3, do_sample=False,
+                              pad_token_id=1, output_logits=True, return_dict_in_generate=True, **kwargs)
+
+
+def _same(a, b) -> bool:
+    import torch
+
+    return torch.equal(a.sequences, b.sequences) and all(torch.equal(x, y) for x, y in zip(a.logits, b.logits))
+
+
+def test_a_model_that_numbers_from_zero_is_left_as_upstream_has_it():
+    """BERT numbers its positions from 0 as generate() does: bitwise upstream's, and the run reaches nothing (the
+    sweep's differential need not run it again)."""
+    _applied()
+    import hf_genfix
+    from hf_genfix import _patcher
+    from hf_genfix.oracles.sweep.bert_decoders import BertDecoderSubject
+
+    model = BertDecoderSubject("bert").model
+    with _patcher.watching() as reached:
+        ours = _generate(model)
+    with hf_genfix.disabled(PATCH):
+        upstream = _generate(model)
+    assert _same(ours, upstream)
+    assert PATCH not in reached
+
+
+def test_positions_the_caller_gives_are_the_callers():
+    """generate(position_ids=...) makes none: the patch is not called, and the answer is upstream's."""
+    _applied()
+    import torch
+
+    import hf_genfix
+    from probe import tiny_roberta_decoder  # noqa: I001 - this folder's probe
+
+    model = tiny_roberta_decoder()
+    given = torch.tensor([[1, 1, 2, 3, 4], [2, 3, 4, 5, 6]])
+    ours = _generate(model, position_ids=given)
+    with hf_genfix.disabled(PATCH):
+        upstream = _generate(model, position_ids=given)
+    assert _same(ours, upstream)
+
+
+def test_renumbering_follows_the_mask():
+    """Real tokens from padding_idx + 1 in order, pads at padding_idx; no mask: every token real; a mask that does
+    not match the positions: upstream's positions."""
+    _applied()
+    import torch
+
+    from hf_genfix._patches.prepare_inputs.prepare_inputs_padding_idx_positions.fix import _prepare_position_ids
+
+    class Embeddings:  # what the wrapper reads of a RoBERTa-style model's embeddings
+        padding_idx = 1
+        position_embeddings = None
+
+        @staticmethod
+        def create_position_ids_from_input_ids(*args):
+            return None
+
+    class Base:
+        embeddings = Embeddings()
+
+    class Model:
+        base_model = Base()
+
+    def upstream(inputs_tensor, model_kwargs):
+        mask = model_kwargs.get("attention_mask")
+        if mask is None:
+            return torch.arange(inputs_tensor.shape[1]).unsqueeze(0)
+        return (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)
+
+    ids = torch.zeros(2, 4, dtype=torch.long)
+    mask = torch.tensor([[0, 0, 1, 1], [1, 1, 1, 1]])
+    got = _prepare_position_ids(upstream, Model(), (ids, {"attention_mask": mask}), {})
+    assert got.tolist() == [[1, 1, 2, 3], [2, 3, 4, 5]]
+    assert _prepare_position_ids(upstream, Model(), (ids[:1], {}), {}).tolist() == [[2, 3, 4, 5]]
+    odd = torch.ones(2, 3, dtype=torch.long)  # does not cover the positions: left as upstream made them
+    assert _prepare_position_ids(lambda *a: upstream(ids, {"attention_mask": mask}), Model(),
+                                 (ids, {"attention_mask": odd}), {}).tolist() == [[0, 0, 0, 1], [0, 1, 2, 3]]

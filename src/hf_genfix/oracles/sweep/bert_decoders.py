@@ -1,0 +1,71 @@
+"""The BERT-style decoders as a kind of the sweep: the encoders that ship a causal-LM head and become decoders
+with ``is_decoder=True`` (BERT, RoBERTa and the models on its embeddings, ELECTRA, ERNIE, RoCBert, RoFormer, ...).
+
+The decoder-only kind leaves them out: their model types are masked LMs first (``decoder_only_types``), and built
+with their default config they attend both ways. Users generate with them as decoders, so they are swept here,
+built with ``is_decoder=True``, by the decoder-only kind's plainest equivalences against one no-cache forward of
+each row alone (the model's own positions, whatever its numbering):
+
+- ``bert-decoder-cached``: greedy cached ``generate()`` of one row;
+- ``bert-decoder-left-padded``: a left-padded batch of three rows;
+- ``bert-decoder-uncached``: ``use_cache=False`` on a left-padded pair.
+
+Session 38: RoBERTa-style decoders (positions numbered from ``padding_idx + 1``) are wrong in every one of them on
+every release from 4.46.3 on: ``generate()`` hands them positions numbered from 0
+(prepare-inputs-padding-idx-positions).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..outcome import ProbeSkipped
+from . import core as sweep
+
+KIND = "bert-decoder"
+PREFIX = "bert-decoder-"
+
+
+def bert_decoder_types() -> list[str]:
+    """Model types with both a causal-LM and a masked-LM head: encoders that can be built as decoders."""
+    from transformers.models.auto import modeling_auto as auto
+
+    causal = set(auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+    masked = set(getattr(auto, "MODEL_FOR_MASKED_LM_MAPPING_NAMES", {}))
+    seq2seq = set(getattr(auto, "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES", {}))  # the encoder-decoder kind's
+    return sorted((causal & masked) - seq2seq)
+
+
+class BertDecoderSubject(sweep.Subject):
+    """A ``Subject`` built with ``is_decoder=True`` (its draft and copy too)."""
+
+    kind = KIND
+    config_overrides = {"is_decoder": True}
+
+    def _check_causal_and_cache(self) -> bool:
+        (row,) = self.rows(8, seed=99)
+        if not self._first_position_causal(self.model, row):
+            # XLM's switch is its own ``causal``: with is_decoder=True it still attends both ways, and every
+            # cached answer would differ by construction.
+            raise ProbeSkipped("not causal with is_decoder=True: not a decoder this way")
+        return super()._check_causal_and_cache()
+
+
+sweep.architecture_kind(KIND, bert_decoder_types, BertDecoderSubject, 2)
+
+
+def _as(name: str, needs: tuple[str, ...] = ()) -> None:
+    """Register the decoder-only scenario ``name`` for this kind, as ``bert-decoder-<name>``."""
+    plain = sweep.SCENARIOS[name]
+
+    def run(s: Any) -> dict:
+        return plain(s)
+
+    run.__name__ = (PREFIX + name).replace("-", "_")
+    run.__doc__ = plain.__doc__
+    sweep.scenario(PREFIX + name, needs=needs, kind=KIND)(run)
+
+
+_as("cached")
+_as("left-padded", needs=("padding",))
+_as("uncached")
