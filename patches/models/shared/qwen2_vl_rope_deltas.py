@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hf_genfix.toolkit import Recorder, recorder
+from hf_genfix.toolkit import Recorder, hidden_from_warnings, recorder
 
 # model type -> (module, class); the patch ids: ``-steps`` up to 5.1 (the offsets are read per step in
 # ``prepare_inputs_for_generation``), the plain id from 5.2 (read once per generate() call in
@@ -151,3 +151,9 @@ def _generation_hook(wrapped: Any, instance: Any, args: tuple, kwargs: dict, rec
     result = wrapped(*args, **kwargs)
     _note(inner, cache)
     return result
+
+
+# Both call what they wrap from behind the patcher's wrapper (a lambda closing over the recorder): their frames too
+# are stepped over by an upstream warning's stacklevel, so that it names the caller's line.
+_forward = hidden_from_warnings(_forward)
+_generation_hook = hidden_from_warnings(_generation_hook)

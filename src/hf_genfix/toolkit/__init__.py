@@ -141,6 +141,12 @@ class Recorder:
         return f"Recorder({self.patch_id!r})"
 
 
+# ``through`` stands between a wrapper and what it wraps: an upstream warning with stacklevel 2 (5.24's generate()
+# deprecating past_key_values) must step over its frame to name the user's line, as over the wrapper's own
+# (``_patcher.hidden_from_warnings``; tests/test_warnings_attribution.py).
+Recorder.through = hidden_from_warnings(Recorder.through)  # type: ignore[method-assign]
+
+
 def recorder(where: str) -> Recorder:
     """The ``Recorder`` of a patch: ``recorder(__name__)`` in a module of its folder; a family's shared module,
     which serves several patches, passes the id its caller's patcher has (``recorder(patcher.patch_id)``)."""
