@@ -3,8 +3,8 @@ from 0, where the model itself numbers them from ``padding_idx + 1``.
 
 The defect. RoBERTa and the models built on its embeddings (XLM-RoBERTa, XLM-RoBERTa-XL, CamemBERT,
 Data2VecText, RoBERTa-PreLayerNorm, measured; X-MOD from its code) keep fairseq's numbering: a forward given no
-``position_ids`` gives the real tokens positions ``padding_idx + 1, padding_idx + 2, ...`` and every padding token ``padding_idx``
-(``create_position_ids_from_input_ids``); the position embeddings were trained on those rows. From 5.2,
+``position_ids`` gives the real tokens positions ``padding_idx + 1, padding_idx + 2, ...`` and every padding token
+``padding_idx`` (``create_position_ids_from_input_ids``); the position embeddings were trained on those rows. From 5.2,
 ``generate()`` makes ``position_ids`` itself for every model whose forward takes them
 (``GenerationMixin._prepare_position_ids_for_generation``: the attention mask's running count minus one, or
 ``arange``) and hands them to the model, which then reads rows 0, 1, ... of its position table: every position of

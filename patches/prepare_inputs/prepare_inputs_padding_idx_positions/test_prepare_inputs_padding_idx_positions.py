@@ -84,7 +84,7 @@ def test_positions_the_caller_gives_are_the_callers():
     import torch
 
     import hf_genfix
-    from probe import tiny_roberta_decoder  # noqa: I001 - this folder's probe
+    from hf_genfix._patches.prepare_inputs.prepare_inputs_padding_idx_positions.probe import tiny_roberta_decoder
 
     model = tiny_roberta_decoder()
     given = torch.tensor([[1, 1, 2, 3, 4], [2, 3, 4, 5, 6]])
