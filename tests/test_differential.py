@@ -503,3 +503,23 @@ def test_the_model_wrappers_that_leave_a_call_alone_reach_nothing(model_type, wr
     with _patcher.watching() as reached:
         model.generate(inputs_embeds=embeds, attention_mask=torch.ones_like(ids), **generate)
     assert "decoding-inputs-embeds-penalty" not in reached, reached
+
+
+def test_each_run_starts_without_the_static_cache_length_of_earlier_calls():
+    """From 5.15 generate() sizes a new static cache to the longest an earlier call on the model asked for
+    (``_previous_max_cache_length``): a run must not inherit it from the run before (hf_genfix's, then upstream's),
+    or their static caches differ in length and their logits by rounding (5.16.0: 164 pairs read as worse)."""
+    pytest.importorskip("torch")
+    from hf_genfix.oracles import differential, tiny_model
+
+    model = tiny_model("llama")
+    seen = []
+
+    def scenario(_subject):
+        seen.append(vars(model).get("_previous_max_cache_length"))
+        model._previous_max_cache_length = 64  # what a static-cache generate() leaves
+        return {}
+
+    differential.observe(scenario, None, (model,))
+    differential.observe(scenario, None, (model,))
+    assert seen == [None, None]
