@@ -73,11 +73,6 @@ def install_continuation(patcher: Any, mixer: str | None, backbone: str | None =
                      slice_continuation(wrapped, instance, args, kwargs, recurrent, record))
 
 
-def _upstream(record: Recorder, wrapped: Any, args: tuple, kwargs: dict) -> Any:
-    """The call as the caller made it, said to be upstream's (``record.unchanged()``)."""
-    return record.through(wrapped, args, kwargs)
-
-
 def has_state(cache: Any, layer: Any = None) -> bool:
     flag = getattr(cache, "has_previous_state", None)
     if isinstance(flag, bool):  # before 5.17: the hybrid caches' one flag for every layer, set after the prompt
@@ -107,15 +102,15 @@ def split_after_state(wrapped: Any, instance: Any, args: tuple, kwargs: dict, re
 
     hidden = args[0] if args else kwargs.get("hidden_states")
     if hidden is None or hidden.dim() != 3 or hidden.shape[1] < 2:
-        return _upstream(record, wrapped, args, kwargs)
+        return record.through(wrapped, args, kwargs)
     bound = signature(wrapped).bind(*args, **kwargs)
     cache = cache_argument(bound.arguments, CACHE_KEYWORDS)
     layer = getattr(instance, "layer_idx", None)
     if cache is None or layer is None or not has_state(cache, layer):
-        return _upstream(record, wrapped, args, kwargs)
+        return record.through(wrapped, args, kwargs)
     recording = getattr(cache, "is_recording_past", None)
     if callable(recording) and recording(layer):
-        return _upstream(record, wrapped, args, kwargs)
+        return record.through(wrapped, args, kwargs)
     n = hidden.shape[1]
     mask = bound.arguments.get("attention_mask")
     # The mask the mixer is given: of the fed tokens (5.17 on), or of the whole sequence so far (Zamba before 5.17,
@@ -128,9 +123,9 @@ def split_after_state(wrapped: Any, instance: Any, args: tuple, kwargs: dict, re
     # pad has no place in a recurrence that we could know, and stays upstream's (PADS_AFTER_STATE).
     legacy = isinstance(getattr(cache, "has_previous_state", None), bool) or _before_5_17()
     if mask is not None and (mask.dim() != 2 or mask.shape[-1] < n or (mask.shape[-1] != n and not legacy)):
-        return _upstream(record, wrapped, args, kwargs)
+        return record.through(wrapped, args, kwargs)
     if getattr(cache, PADS_AFTER_STATE, False):
-        return _upstream(record, wrapped, args, kwargs)  # an earlier chunk after a state held pads: upstream's on
+        return record.through(wrapped, args, kwargs)  # an earlier chunk after a state held pads: upstream's on
     fed = None if mask is None else mask[:, -n:]
     if fed is not None and not bool((fed == 1).all()) and not _leading_pads_of_empty_rows(cache, layer, fed):
         # Pads among the fed tokens after a state, where a pad's place in the recurrence would be a guess: upstream's.
@@ -141,7 +136,7 @@ def split_after_state(wrapped: Any, instance: Any, args: tuple, kwargs: dict, re
             setattr(cache, PADS_AFTER_STATE, True)  # read by this wrapper alone: upstream's code never sees it
         except AttributeError:
             pass
-        return _upstream(record, wrapped, args, kwargs)
+        return record.through(wrapped, args, kwargs)
     outputs = []
     for i in range(n):
         bound.arguments["hidden_states"] = hidden[:, i:i + 1]
@@ -253,11 +248,11 @@ def slice_continuation(wrapped: Any, instance: Any, args: tuple, kwargs: dict, r
     if (ids is None or cache is None or not first or extra.get("next_sequence_length") is not None
             or bound.arguments.get("inputs_embeds") is not None or not _all_linear(cache, recurrent)
             or not has_state(cache)):
-        return _upstream(record, wrapped, args, kwargs)
+        return record.through(wrapped, args, kwargs)
     seen = getattr(cache, COUNT, None)
     mask = bound.arguments.get("attention_mask")
     if seen is None or ids.shape[1] <= seen or (mask is not None and mask.shape[-1] != ids.shape[1]):
-        return _upstream(record, wrapped, args, kwargs)
+        return record.through(wrapped, args, kwargs)
     new = ids.shape[1] - seen
     inputs = wrapped(*args, **dict(kwargs, next_sequence_length=new))
     fed_mask = inputs.get("attention_mask")
