@@ -163,7 +163,11 @@ def test_static_cache_gets_a_mask_for_the_new_tokens_only(chunk):
     from transformers import StaticCache
 
     model, ids = model_of("llama"), torch.tensor([[5, 6, 7, 11, 12], [8, 9, 10, 13, 14]])
-    batch = {"max_batch_size": 2} if "max_batch_size" in inspect.signature(StaticCache.__init__).parameters else {}
+    # Releases that size the cache up front name max_batch_size; 4.55's StaticCache(*args, **kwargs) forwards it to
+    # Cache.__init__, which needs it there too (its StaticLayer takes a batch size).
+    params = inspect.signature(StaticCache.__init__).parameters
+    forwards = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params.values())
+    batch = {"max_batch_size": 2} if "max_batch_size" in params or forwards else {}
     static = StaticCache(config=model.config, max_cache_len=10, **batch)
     with torch.no_grad():
         model(ids[:, :2], **{forward_spec(model).cache_key: static}, use_cache=True)

@@ -12,7 +12,7 @@ each row alone (the model's own positions, whatever its numbering):
 
 Session 38: RoBERTa-style decoders (positions numbered from ``padding_idx + 1``) are wrong in every one of them on
 every release from 4.46.3 on: ``generate()`` hands them positions numbered from 0
-(prepare-inputs-padding-idx-positions).
+(prepare-inputs-padding-idx-positions from 5.2, -steps before).
 """
 
 from __future__ import annotations
@@ -41,6 +41,13 @@ class BertDecoderSubject(sweep.Subject):
 
     kind = KIND
     config_overrides = {"is_decoder": True}
+
+    def __init__(self, model_type: str):
+        # X-MOD routes each layer through one language's adapter and refuses a forward until it has a default
+        # language (``set_default_language``): its config's own first language.
+        if model_type == "xmod":
+            self.config_overrides = {**self.config_overrides, "default_language": "en_XX"}
+        super().__init__(model_type)
 
     def _check_causal_and_cache(self) -> bool:
         (row,) = self.rows(8, seed=99)

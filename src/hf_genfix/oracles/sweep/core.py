@@ -188,8 +188,9 @@ class Subject:
 
     def __init__(self, model_type: str):
         self.model_type = model_type
-        self.overrides = dict(_sliding_overrides(model_type), **_ssm_overrides(model_type), **self.config_overrides)
-        self.sliding = bool(self.overrides)
+        self.overrides = dict(_sliding_overrides(model_type), **_ssm_overrides(model_type))
+        self.sliding = bool(self.overrides)  # a kind's own switches (below) make no model sliding
+        self.overrides.update(self.config_overrides)
         self.model = build(model_type, seed=0, **self.overrides)
         self._draft: Any = None
         self._copy: Any = None
