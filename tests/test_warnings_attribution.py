@@ -227,6 +227,47 @@ def test_every_installed_wrapper_is_stepped_over():
     assert seen
 
 
+def _helpers_between_wrappers_and_upstream() -> list[tuple[str, str]]:
+    """(module, name) of every module-level function of the patches' modules (fixes and shared modules) that
+    takes ``wrapped`` and is not itself handed to anything by name (the patcher, ``hidden_from_warnings``): a
+    helper that a wrapper, often a lambda closing over the recorder, calls on its way to upstream."""
+    import ast
+    import pathlib
+
+    import hf_genfix._patches as package
+
+    found = []
+    for root in map(pathlib.Path, package.__path__):
+        for path in sorted(root.rglob("*.py")):
+            if path.name.startswith("test_") or path.name in ("probe.py", "program.py", "__init__.py"):
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            handed = {a.id for node in ast.walk(tree) if isinstance(node, ast.Call)
+                      for a in [*node.args, *(k.value for k in node.keywords)] if isinstance(a, ast.Name)}
+            module = ".".join(["hf_genfix._patches", *path.relative_to(root).with_suffix("").parts])
+            for node in tree.body:
+                if isinstance(node, ast.FunctionDef) and node.name not in handed and "wrapped" in {
+                        a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]}:
+                    found.append((module, node.name))
+    return found
+
+
+def test_every_helper_between_a_wrapper_and_upstream_is_stepped_over():
+    """A warning upstream raises with stacklevel 2 under such a helper would name the helper's line, not the
+    user's: each is hidden as the wrappers are (``@hidden_from_warnings``). The wrappers themselves are hidden when
+    installed (the test above)."""
+    import importlib
+
+    helpers = _helpers_between_wrappers_and_upstream()
+    assert helpers, "the search finds nothing: it is broken"
+    plain = []
+    for module, name in helpers:
+        code = getattr(importlib.import_module(module), name).__code__
+        if not ("importlib" in code.co_filename and "_bootstrap" in code.co_filename):
+            plain.append(f"{module}.{name}")
+    assert not plain, "decorate with @hidden_from_warnings (hf_genfix.toolkit): " + ", ".join(plain)
+
+
 def test_a_real_upstream_warning_through_generate_points_at_the_caller():
     """5.24's generate() deprecates ``past_key_values`` with a FutureWarning (stacklevel 2): through
     right-padding's wrapper it must name this file and line, as it does with the patches off."""

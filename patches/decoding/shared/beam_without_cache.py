@@ -8,6 +8,8 @@ import copy
 import inspect
 from typing import Any
 
+from hf_genfix.toolkit import hidden_from_warnings
+
 
 class BeamSearchStateNotReordered(ValueError):
     """Beam search with a cache that holds a past on a model whose recurrent state this release's beam search does
@@ -26,6 +28,7 @@ def holds_state(cache: Any) -> bool:
     return any(getattr(layer, flag, False) for layer in layers for flag in flags)
 
 
+@hidden_from_warnings
 def bind(wrapped: Any, args: tuple, kwargs: dict) -> Any:
     """The ``_beam_search`` call bound to its parameters, or None where it does not bind."""
     try:

@@ -41,7 +41,7 @@ import copy
 from typing import Any
 
 from hf_genfix.helpers.decode import has_image_inputs
-from hf_genfix.toolkit import recorder, warn_once
+from hf_genfix.toolkit import hidden_from_warnings, recorder, warn_once
 
 PREFILL = "transformers.generation.utils:GenerationMixin._prefill"
 # Model types whose image (PaliGemma: image + prompt prefix) attention is bidirectional: on 5.23+ a chunk
@@ -98,6 +98,7 @@ def _bind(args: tuple, kwargs: dict) -> tuple[Any, Any, dict, bool]:
         bound.get("is_first_iteration", True)
 
 
+@hidden_from_warnings
 def _prefill(wrapped: Any, instance: Any, args: tuple, kwargs: dict, patch: str, bidirectional_only: bool) -> Any:
     one_pass = _one_pass(instance, args, kwargs, patch, bidirectional_only)
     if one_pass is None:

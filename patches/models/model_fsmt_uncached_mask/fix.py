@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hf_genfix.toolkit import bound_arguments, recorder
+from hf_genfix.toolkit import bound_arguments, hidden_from_warnings, recorder
 
 record = recorder(__name__)  # this patch's reports to hf_genfix.recording()
 
@@ -59,6 +59,7 @@ def _forward(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     return wrapped(*args, **dict(kwargs, input_ids=decoder_ids))
 
 
+@hidden_from_warnings
 def _names(wrapped: Any) -> list[str]:
     import inspect
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hf_genfix.toolkit import recorder, signature
+from hf_genfix.toolkit import hidden_from_warnings, recorder, signature
 
 PREPARE = "transformers.models.xlstm.modeling_xlstm:xLSTMForCausalLM.prepare_inputs_for_generation"
 CACHE = "transformers.models.xlstm.modeling_xlstm:xLSTMCache"
@@ -38,6 +38,7 @@ def install(patcher: Any) -> None:
                  feed_unseen(wrapped, instance, args, kwargs, cache_class))
 
 
+@hidden_from_warnings
 def feed_unseen(wrapped: Any, instance: Any, args: tuple, kwargs: dict, cache_class: type) -> Any:
     if record.on:
         record.seen()

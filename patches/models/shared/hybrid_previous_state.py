@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hf_genfix.toolkit import bound_arguments, recorder
+from hf_genfix.toolkit import bound_arguments, hidden_from_warnings, recorder
 
 
 def install(patcher: Any, backbone: str, patch_module: str) -> None:
@@ -36,6 +36,7 @@ def install(patcher: Any, backbone: str, patch_module: str) -> None:
     patcher.wrap(backbone, lambda wrapped, instance, args, kwargs: _forward(record, wrapped, args, kwargs))
 
 
+@hidden_from_warnings
 def _forward(record: Any, wrapped: Any, args: tuple, kwargs: dict) -> Any:
     out = wrapped(*args, **kwargs)
     try:

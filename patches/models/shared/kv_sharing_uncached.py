@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hf_genfix.toolkit import recorder, signature, warn_once
+from hf_genfix.toolkit import hidden_from_warnings, recorder, signature, warn_once
 
 TEXT_MODELS = {
     "gemma3n": "transformers.models.gemma3n.modeling_gemma3n:Gemma3nTextModel.forward",
@@ -48,6 +48,7 @@ def install(patcher: Any, model_type: str) -> None:
                  share_without_cache(wrapped, instance, args, kwargs, record))
 
 
+@hidden_from_warnings
 def share_without_cache(wrapped: Any, instance: Any, args: tuple, kwargs: dict, record: Any) -> Any:
     """The text model's forward: with no cache and ``use_cache`` off, the cached path, and no cache returned."""
     if record.on:

@@ -37,7 +37,7 @@ from typing import Any
 
 from hf_genfix._patches.models.shared.ssm_continuation import has_state
 
-from hf_genfix.toolkit import recorder, signature
+from hf_genfix.toolkit import hidden_from_warnings, recorder, signature
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,7 @@ def install(patcher: Any, module: str, mixer: str, hybrid_cache: str, patch_modu
     patcher.wrap(target, lambda wrapped, instance, args, kwargs: _torch_forward(spec, wrapped, instance, args, kwargs))
 
 
+@hidden_from_warnings
 def _torch_forward(spec: "_Spec", wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     import torch
 
@@ -126,6 +127,7 @@ def _torch_forward(spec: "_Spec", wrapped: Any, instance: Any, args: tuple, kwar
     return torch.cat(outputs, dim=1)
 
 
+@hidden_from_warnings
 def _row_by_row(spec: "_Spec", wrapped: Any, instance: Any, hidden: Any, cache: Any, mask: Any, k: int,
                 args: tuple, kwargs: dict) -> Any:
     """A batch on a mixer whose one-token path cannot take one (Mamba-2 on 4.46-4.47): the rows of a forward without

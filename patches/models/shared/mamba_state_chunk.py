@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hf_genfix.toolkit import signature
+from hf_genfix.toolkit import hidden_from_warnings, signature
 
 
 class MambaStateChunkUnsupported(RuntimeError):
@@ -20,6 +20,7 @@ def install_refusal(patcher: Any, forward: str, patch: str) -> None:
     patcher.wrap(forward, lambda wrapped, instance, args, kwargs: _forward(wrapped, instance, args, kwargs, switch))
 
 
+@hidden_from_warnings
 def _forward(wrapped: Any, instance: Any, args: tuple, kwargs: dict, switch: str) -> Any:
     bound = signature(wrapped).bind(*args, **kwargs)
     cache = bound.arguments.get("cache_params")

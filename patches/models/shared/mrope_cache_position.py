@@ -31,7 +31,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from hf_genfix.toolkit import recorder
+from hf_genfix.toolkit import hidden_from_warnings, recorder
 
 # model type -> (module, the class whose forward computes the M-RoPE positions on 4.52+, the generation class)
 MODELS = {
@@ -59,6 +59,7 @@ def install_for(patcher: Any, arch: str) -> None:
     patcher.wrap(f"{module}:{model}.forward", wrapper)
 
 
+@hidden_from_warnings
 def _forward(wrapped: Any, args: tuple, kwargs: dict, record: Any) -> Any:
     import torch
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hf_genfix.toolkit import bound_arguments, recorder
+from hf_genfix.toolkit import bound_arguments, hidden_from_warnings, recorder
 
 MODELS = {
     "qwen2_vl": "transformers.models.qwen2_vl.modeling_qwen2_vl:Qwen2VLModel.get_vision_position_ids",
@@ -69,6 +69,7 @@ def install_qwen2_5_vl(patcher: Any) -> None:
     _install(patcher, "qwen2_5_vl")
 
 
+@hidden_from_warnings
 def _definition(wrapped: Any, args: tuple, kwargs: dict, record: Any) -> Any:
     upstream = wrapped(*args, **kwargs)
     if record.on:

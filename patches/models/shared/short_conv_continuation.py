@@ -43,7 +43,7 @@ from __future__ import annotations
 from typing import Any
 
 from hf_genfix._patches.models.shared.ssm_continuation import PADS_AFTER_STATE, has_state
-from hf_genfix.toolkit import cache_argument, env_name, recorder, signature
+from hf_genfix.toolkit import cache_argument, env_name, hidden_from_warnings, recorder, signature
 
 MIXERS = {
     "lfm2": "transformers.models.lfm2.modeling_lfm2:Lfm2ShortConv.forward",
@@ -90,6 +90,7 @@ def install(patcher: Any, model_type: str) -> None:
                      refuse_assisted(wrapped, instance, args, kwargs, model, record))
 
 
+@hidden_from_warnings
 def split_after_window(wrapped: Any, instance: Any, args: tuple, kwargs: dict, record: Any = None) -> Any:
     """The short convolution: several tokens after a cache go through upstream's one-token path, one at a time."""
     import torch
@@ -195,6 +196,7 @@ def _records_past(cache: Any, layer: int) -> bool:
     return bool(getattr(layers[layer], "record_past", False))
 
 
+@hidden_from_warnings
 def refuse_assisted(wrapped: Any, instance: Any, args: tuple, kwargs: dict, model: type, record: Any) -> Any:
     """generate()'s assisted decoding (an assistant model, prompt lookup): refused for this model, before it runs."""
     if not isinstance(instance, model) or not _has_conv(instance):

@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from hf_genfix.toolkit import Recorder, cache_argument, recorder, signature
+from hf_genfix.toolkit import Recorder, cache_argument, hidden_from_warnings, recorder, signature
 
 COUNT = "_hf_genfix_columns_fed"  # an attribute of the cache: the columns of input fed into its states so far
 PADS_AFTER_STATE = "_hf_genfix_pads_after_state"  # an attribute of the cache: a chunk after a state held pads
@@ -96,6 +96,7 @@ def _takes_arguments(method: Any) -> bool:
         return True
 
 
+@hidden_from_warnings
 def split_after_state(wrapped: Any, instance: Any, args: tuple, kwargs: dict, record: Recorder) -> Any:
     """The mixer: several tokens after this layer's state go through upstream's one-token path, one at a time."""
     import torch
@@ -204,6 +205,7 @@ def _before_5_17() -> bool:
     return Version(Version(transformers.__version__).base_version) < Version("5.17.0")
 
 
+@hidden_from_warnings
 def count_fed(wrapped: Any, instance: Any, args: tuple, kwargs: dict, record: Recorder) -> Any:
     """The backbone: after the call, the cache's count is the columns fed since it held no state. Always the
     caller's call and upstream's answer (``unchanged()``): the count is an attribute only ``slice_continuation``
@@ -235,6 +237,7 @@ def count_fed(wrapped: Any, instance: Any, args: tuple, kwargs: dict, record: Re
     return out
 
 
+@hidden_from_warnings
 def slice_continuation(wrapped: Any, instance: Any, args: tuple, kwargs: dict, recurrent: tuple,
                        record: Recorder) -> Any:
     """The model's prepare_inputs_for_generation: a first iteration over a cache that holds a state feeds only the

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextvars
 from typing import Any, Sequence
 
-from hf_genfix.toolkit import Drift, recorder, signature
+from hf_genfix.toolkit import Drift, hidden_from_warnings, recorder, signature
 
 # The limit of the mixer whose forward is running (None outside one): one variable for every mixer, each call
 # restoring the value it found.
@@ -51,6 +51,7 @@ def _parameters(func: Any) -> set:
     return {name for name, p in params.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
 
 
+@hidden_from_warnings
 def _mixer(record: Any, wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     limit = getattr(instance, "time_step_limit", None)
     token = _limit.set(tuple(limit) if limit is not None else None)
@@ -61,6 +62,7 @@ def _mixer(record: Any, wrapped: Any, instance: Any, args: tuple, kwargs: dict) 
         _limit.reset(token)
 
 
+@hidden_from_warnings
 def _step(record: Any, wrapped: Any, args: tuple, kwargs: dict) -> Any:
     import torch.nn.functional as F
 

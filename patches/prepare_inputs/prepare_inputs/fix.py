@@ -63,7 +63,7 @@ from hf_genfix.helpers.decode import (
     renames_keyword,
     stated_new_tokens,
 )
-from hf_genfix.toolkit import recorder
+from hf_genfix.toolkit import hidden_from_warnings, recorder
 from hf_genfix.toolkit.prepare_inputs import GENERIC, wrap_overrides
 
 record = recorder(__name__)  # this patch's reports to hf_genfix.recording()
@@ -118,6 +118,7 @@ def install(patcher: Any) -> None:
     wrap_overrides(patcher, prepare_inputs_for_generation)
 
 
+@hidden_from_warnings
 def _as_generate_call(wrapped: Any, model: Any, args: tuple, kwargs: dict, era: _Era) -> Any:
     """(args, kwargs) of the call ``generate()`` would make for this step, or None to leave the call alone."""
     import torch

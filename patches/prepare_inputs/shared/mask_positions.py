@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hf_genfix.toolkit import recorder
+from hf_genfix.toolkit import hidden_from_warnings, recorder
 
 
 def install(patcher: Any, target: str, patch_module: str) -> None:
@@ -33,6 +33,7 @@ def install(patcher: Any, target: str, patch_module: str) -> None:
     patcher.wrap(target, lambda wrapped, instance, args, kwargs: _with_mask_positions(record, wrapped, args, kwargs))
 
 
+@hidden_from_warnings
 def _with_mask_positions(record: Any, wrapped: Any, args: tuple, kwargs: dict) -> Any:
     inputs = wrapped(*args, **kwargs)
     mask = _padding_mask(inputs, kwargs.get("attention_mask"))

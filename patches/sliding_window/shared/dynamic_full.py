@@ -7,7 +7,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from hf_genfix.toolkit import Recorder, recorder
+from hf_genfix.toolkit import Recorder, hidden_from_warnings, recorder
 
 PREPARE_CACHE = "transformers.generation.utils:GenerationMixin._prepare_cache_for_generation"
 
@@ -24,6 +24,7 @@ def install(patcher: Any) -> None:
                  prepare_rewindable_cache(wrapped, instance, args, kwargs, record))
 
 
+@hidden_from_warnings
 def prepare_rewindable_cache(wrapped: Any, instance: Any, args: tuple, kwargs: dict,
                              record: Recorder) -> Any:
     """Let upstream prepare the cache, then make sure a cache that will be rewound has no sliding layers."""
@@ -86,6 +87,7 @@ def _will_rewind(model: Any, generation_config: Any, call: dict) -> bool:
     return str(getattr(mode, "value", mode)) in _REWINDING_MODES
 
 
+@hidden_from_warnings
 def _bind(wrapped: Any, args: tuple, kwargs: dict) -> dict:
     try:
         return dict(inspect.signature(wrapped).bind_partial(*args, **kwargs).arguments)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from hf_genfix.toolkit import Recorder, recorder
+from hf_genfix.toolkit import Recorder, hidden_from_warnings, recorder
 
 PHIMOE = "transformers.models.phimoe.modeling_phimoe:PhimoeModel.forward"
 QWEN2_MOE = "transformers.models.qwen2_moe.modeling_qwen2_moe:Qwen2MoeModel.forward"
@@ -49,6 +49,7 @@ def _install(patcher: Any, target: str) -> None:
                  forward_with_full_cache(wrapped, instance, args, kwargs, record))
 
 
+@hidden_from_warnings
 def forward_with_full_cache(wrapped: Any, instance: Any, args: tuple, kwargs: dict,
                             record: Recorder) -> Any:
     """Give the forward a cache that keeps every key (the layout its mask is built for)."""
@@ -94,6 +95,7 @@ def _full_or_refuse(cache: Any) -> None:
                     "DynamicCache() (full layers).")
 
 
+@hidden_from_warnings
 def _with_argument(wrapped: Any, args: tuple, kwargs: dict, name: str, value: Any) -> tuple[tuple, dict]:
     """The call's arguments with ``name`` set to ``value`` (where the caller passed it, positionally or not)."""
     index = list(inspect.signature(wrapped).parameters).index(name)

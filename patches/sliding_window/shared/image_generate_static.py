@@ -35,6 +35,7 @@ from __future__ import annotations
 from typing import Any
 
 from hf_genfix._patches.sliding_window.shared.image_mask import GEMMA3, GEMMA4, bound_arguments
+from hf_genfix.toolkit import hidden_from_warnings
 
 PREPARE_GEMMA4 = f"{GEMMA4}:Gemma4ForConditionalGeneration.prepare_inputs_for_generation"
 PREPARE_GEMMA3 = f"{GEMMA3}:Gemma3ForConditionalGeneration.prepare_inputs_for_generation"
@@ -74,6 +75,7 @@ def _prepare_inputs_gemma3(wrapped: Any, instance: Any, args: tuple, kwargs: dic
     return _with_image_masks(wrapped, instance, args, kwargs, "token_type_ids", masks)
 
 
+@hidden_from_warnings
 def _with_image_masks(wrapped: Any, instance: Any, args: tuple, kwargs: dict, key: str, masks: Any) -> Any:
     """The release's model inputs, with the 4-D masks built again by ``masks(step)`` when the release built them
     for a compileable cache without the image tokens' types (``key``) and this step's inputs hold image tokens."""

@@ -34,7 +34,7 @@ import inspect
 import sys
 from typing import Any
 
-from hf_genfix.toolkit import Recorder, bound_arguments, recorder
+from hf_genfix.toolkit import Recorder, bound_arguments, hidden_from_warnings, recorder
 
 GEMMA3 = "transformers.models.gemma3.modeling_gemma3"
 GEMMA4 = "transformers.models.gemma4.modeling_gemma4"
@@ -61,6 +61,7 @@ def _install(patcher: Any, module: str, full_sees_blocks: bool) -> None:
     patcher.wrap(generate, _per_layer_kind(module, full_sees_blocks, record))
 
 
+@hidden_from_warnings
 def windowed_sliding_mask(wrapped: Any, instance: Any, args: tuple, kwargs: dict,
                           record: Recorder) -> Any:
     """``create_sliding_window_causal_mask`` whose overlays stay inside the window."""
