@@ -76,6 +76,9 @@ _PER_TYPE: dict[str, dict[str, Any]] = {
     # default two key heads of the tiny config repeat them into a shape error), as DeepSeek-V3 here.
     "sarvam_mla": dict(num_key_value_heads=4),
     "qwen3": dict(head_dim=8),
+    # RoCBert's pronunciation and glyph-shape embeddings (910 x 768 and 24858 x 512 by default) alone are 13.5M
+    # parameters: the bert-decoder kind left it out until they were tiny too.
+    "roc_bert": dict(pronunciation_vocab_size=64, pronunciation_embed_dim=8, shape_vocab_size=64, shape_embed_dim=8),
     "mistral": dict(head_dim=8),
     "cohere2": dict(head_dim=8),
     # Cohere-Compass reads its RoPE per layer type (KeyError 'full_attention' on the flat default); its text model

@@ -12,7 +12,9 @@ each row alone (the model's own positions, whatever its numbering):
 
 Session 38: RoBERTa-style decoders (positions numbered from ``padding_idx + 1``) are wrong in every one of them on
 every release from 4.46.3 on: ``generate()`` hands them positions numbered from 0
-(prepare-inputs-padding-idx-positions from 5.2, -steps before).
+(prepare-inputs-padding-idx-positions from 5.2, -steps before). Session 39: RoCBert, built once its pronunciation and
+shape embeddings were tiny too, numbered a left-padded row from its first pad before 5.0 (its own
+``prepare_inputs_for_generation`` gave no positions: prepare-inputs-mask-positions-roc-bert).
 """
 
 from __future__ import annotations

@@ -1,0 +1,9 @@
+"""``prepare-inputs-mask-positions-roc-bert``: the checks every patch owes (hf_genfix.testing.patches.PatchTests);
+the padded and unpadded batches of the three models' patches: tests/prepare_inputs/test_mask_positions.py."""
+
+from hf_genfix.testing.patches import PatchTests
+
+
+class TestPatch(PatchTests):
+    """``prepare-inputs-mask-positions-roc-bert``: its probe proves it on this release; its plain program installs
+    it."""
