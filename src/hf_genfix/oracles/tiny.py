@@ -76,6 +76,14 @@ _PER_TYPE: dict[str, dict[str, Any]] = {
     # default two key heads of the tiny config repeat them into a shape error), as DeepSeek-V3 here.
     "sarvam_mla": dict(num_key_value_heads=4),
     "qwen3": dict(head_dim=8),
+    # CPM-Ant's prompt table (32 prompts of 32 types: 2.1M parameters with the tiny defaults; it reads the third
+    # type's prompts and segment 2 for every token: 3 of each) and its attention's own head sizes.
+    "cpmant": dict(prompt_length=4, prompt_types=3, segment_types=3, dim_ff=64, dim_head=8, num_heads=4,
+                   position_bias_num_buckets=32, position_bias_max_distance=64),
+    # Whisper's decoder alone (WhisperForCausalLM) keeps its head counts and widths per stack (6 heads do not divide
+    # 32) and a decoder start token past a vocabulary of 128.
+    "whisper": dict(d_model=32, encoder_layers=1, decoder_layers=2, encoder_attention_heads=2,
+                    decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, decoder_start_token_id=1),
     # RoCBert's pronunciation and glyph-shape embeddings (910 x 768 and 24858 x 512 by default) alone are 13.5M
     # parameters: the bert-decoder kind left it out until they were tiny too.
     "roc_bert": dict(pronunciation_vocab_size=64, pronunciation_embed_dim=8, shape_vocab_size=64, shape_embed_dim=8),
