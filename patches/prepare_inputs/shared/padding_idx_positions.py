@@ -31,7 +31,7 @@ def padding_idx_of(model: Any) -> int | None:
     """The ``padding_idx`` a model's own positions start after, where its base model's embeddings number them
     fairseq's way; None for every other model. Read from code, not names of classes: the embeddings have an ``int``
     ``padding_idx`` and a ``position_embeddings`` table, and their ``forward`` calls
-    ``create_position_ids_from_input_ids`` (a function of the module up to 5.1, a static method from 5.0), which
+    ``create_position_ids_from_input_ids`` (a function of the module in 4.x, a static method from 5.0), which
     resolves to something callable."""
     base = getattr(model, "base_model", None)
     embeddings = getattr(base, "embeddings", None)
