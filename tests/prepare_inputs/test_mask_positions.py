@@ -1,5 +1,5 @@
-"""prepare-inputs-mask-positions-ctrl / -openai-gpt / -roc-bert: a left-padded batch gets the mask and its
-positions, on the installed release.
+"""prepare-inputs-mask-positions-ctrl / -openai-gpt / -roc-bert / -xlm-roberta-xl: a left-padded batch gets the
+mask and its positions, on the installed release.
 
 Where a patch applies: its probe (a left-padded batch against each row alone) passes, and fails with the patch
 switched off; an unpadded batch is bitwise upstream's (the patch adds nothing where there is no pad).
@@ -21,7 +21,8 @@ from hf_genfix.testing.patches import assert_upstream_bitwise  # noqa: E402
 # each patch's model and the config switches it is built with (RoCBert generates as a decoder)
 MODELS = {"prepare-inputs-mask-positions-ctrl": ("ctrl", {}),
           "prepare-inputs-mask-positions-openai-gpt": ("openai-gpt", {}),
-          "prepare-inputs-mask-positions-roc-bert": ("roc_bert", {"is_decoder": True})}
+          "prepare-inputs-mask-positions-roc-bert": ("roc_bert", {"is_decoder": True}),
+          "prepare-inputs-mask-positions-xlm-roberta-xl": ("xlm-roberta-xl", {"is_decoder": True})}
 
 
 @pytest.mark.parametrize("pid", sorted(MODELS))

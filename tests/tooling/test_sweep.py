@@ -45,6 +45,16 @@ def test_types_whose_defaults_outgrow_a_tiny_model_are_built_tiny(model_type, sw
         assert model(torch.tensor([[5, 6, 7, 8]])).logits.shape[:2] == (1, 4)
 
 
+def test_a_model_numbered_from_padding_idx_takes_padding():
+    """RoBERTa numbers its positions from padding_idx + 1: given positions so numbered, a left-padded forward is the
+    unpadded row's, so the sweep must not excuse a padded scenario of it as "cannot take padding" (positions from 0
+    alone said so until session 39); BERT (from 0) takes padding as before."""
+    from hf_genfix.oracles.sweep.bert_decoders import BertDecoderSubject
+
+    assert BertDecoderSubject("roberta").padding_problem() == ""
+    assert BertDecoderSubject("bert").padding_problem() == ""
+
+
 def test_decoder_only_types():
     types = sweep.decoder_only_types()
     assert {"llama", "gpt2", "mistral", "qwen2"} <= set(types)

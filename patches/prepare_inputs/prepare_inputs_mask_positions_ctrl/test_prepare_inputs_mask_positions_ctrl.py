@@ -1,5 +1,5 @@
 """``prepare-inputs-mask-positions-ctrl``: the checks every patch owes (hf_genfix.testing.patches.PatchTests);
-the padded and unpadded batches of the three models' patches: tests/prepare_inputs/test_mask_positions.py."""
+the padded and unpadded batches of the family's models: tests/prepare_inputs/test_mask_positions.py."""
 
 from hf_genfix.testing.patches import PatchTests
 

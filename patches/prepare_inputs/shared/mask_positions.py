@@ -1,6 +1,6 @@
-"""prepare-inputs-mask-positions-ctrl / -openai-gpt: a model whose own ``prepare_inputs_for_generation`` gives
-generate() a left-padded row's pads as positions (and, before 4.57, drops the attention mask); each fix's docstring
-has its model and range.
+"""prepare-inputs-mask-positions-ctrl / -openai-gpt / -roc-bert / -xlm-roberta-xl: a model whose own
+``prepare_inputs_for_generation`` gives generate() a left-padded row's pads as positions (and, before 4.57, CTRL
+and OpenAI-GPT drop the attention mask); each fix's docstring has its model and range.
 
 The defect they share. A left-padded row's real tokens must sit at positions 0, 1, ... as they would alone, and must
 not see the pads. ``generate()``'s generic ``prepare_inputs_for_generation`` passes the attention mask on and
@@ -14,14 +14,16 @@ inputs reach them.
 Correction. The class's own ``prepare_inputs_for_generation`` is wrapped. Where the call's 2-D attention mask has a
 zero (a pad: upstream is right on a batch without one) and covers the ids fed, the inputs it returns get that mask
 where they dropped it, and where they give no ``position_ids``, the positions of the ids fed, derived from the mask
-as the generic method does (``cumsum(mask) - 1``, 1 on a pad, the last columns for the ids fed after a cache).
-Everything else is upstream's.
+as the generic method does (``cumsum(mask) - 1``, 1 on a pad, the last columns for the ids fed after a cache),
+numbered as the model numbers them where it numbers from ``padding_idx + 1`` (XLM-RoBERTa-XL:
+``padding_idx_positions``). Everything else is upstream's.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from hf_genfix._patches.prepare_inputs.shared.padding_idx_positions import padding_idx_of, renumbered
 from hf_genfix.toolkit import hidden_from_warnings, recorder
 
 
@@ -30,11 +32,12 @@ def install(patcher: Any, target: str, patch_module: str) -> None:
     (its recorder)."""
     patcher.require(target)
     record = recorder(patch_module)
-    patcher.wrap(target, lambda wrapped, instance, args, kwargs: _with_mask_positions(record, wrapped, args, kwargs))
+    patcher.wrap(target, lambda wrapped, instance, args, kwargs:
+                 _with_mask_positions(record, wrapped, instance, args, kwargs))
 
 
 @hidden_from_warnings
-def _with_mask_positions(record: Any, wrapped: Any, args: tuple, kwargs: dict) -> Any:
+def _with_mask_positions(record: Any, wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     inputs = wrapped(*args, **kwargs)
     mask = _padding_mask(inputs, kwargs.get("attention_mask"))
     if mask is None:
@@ -46,6 +49,9 @@ def _with_mask_positions(record: Any, wrapped: Any, args: tuple, kwargs: dict) -
     if inputs.get("position_ids") is None:
         positions = mask.long().cumsum(-1) - 1
         positions.masked_fill_(mask == 0, 1)
+        padding_idx = padding_idx_of(instance)
+        if padding_idx is not None:  # a RoBERTa-style model numbers from padding_idx + 1 (XLM-RoBERTa-XL)
+            positions = renumbered(positions, mask, padding_idx)
         added["position_ids"] = positions[:, -inputs["input_ids"].shape[1]:]
     if not added:
         record.unchanged()
