@@ -130,6 +130,7 @@ def _note(inner: Any, cache: Any) -> None:
         pass
 
 
+@hidden_from_warnings  # called from behind the patcher's wrapper (a lambda): stepped over as it is
 def _forward(wrapped: Any, instance: Any, args: tuple, kwargs: dict, record: Recorder) -> Any:
     holder, cache = _holder(instance), _cache_of(kwargs)
     _restore(holder, cache, record)
@@ -140,6 +141,7 @@ def _forward(wrapped: Any, instance: Any, args: tuple, kwargs: dict, record: Rec
     return out
 
 
+@hidden_from_warnings
 def _generation_hook(wrapped: Any, instance: Any, args: tuple, kwargs: dict, record: Recorder) -> Any:
     inner = _holder(instance)
     if wrapped.__name__ == "_prepare_position_ids_for_generation":
@@ -151,9 +153,3 @@ def _generation_hook(wrapped: Any, instance: Any, args: tuple, kwargs: dict, rec
     result = wrapped(*args, **kwargs)
     _note(inner, cache)
     return result
-
-
-# Both call what they wrap from behind the patcher's wrapper (a lambda closing over the recorder): their frames too
-# are stepped over by an upstream warning's stacklevel, so that it names the caller's line.
-_forward = hidden_from_warnings(_forward)
-_generation_hook = hidden_from_warnings(_generation_hook)

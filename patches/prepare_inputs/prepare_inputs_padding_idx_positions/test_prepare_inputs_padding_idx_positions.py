@@ -3,9 +3,12 @@ other RoBERTa-style decoders, and the calls it must leave as upstream makes them
 
 import pytest
 
-from hf_genfix._patches.prepare_inputs.shared.padding_idx_positions_probes import (
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from hf_genfix._patches.prepare_inputs.shared.padding_idx_positions_probes import (  # noqa: E402
     ROBERTA_STYLE, greedy, same_run, scenario_both_ways)
-from hf_genfix.testing.patches import PatchTests
+from hf_genfix.testing.patches import PatchTests  # noqa: E402
 
 PATCH = "prepare-inputs-padding-idx-positions"
 
@@ -15,22 +18,11 @@ class TestPatch(PatchTests):
     it."""
 
 
-def _applied() -> None:
-    pytest.importorskip("torch")
-    pytest.importorskip("transformers")
-    import hf_genfix
-    from hf_genfix.doctor import import_targets
-
-    import_targets()
-    if {s.id: s.state for s in hf_genfix.status()}.get(PATCH) != "applied":
-        pytest.skip(f"{PATCH} is not applied on this release")
-
-
 @pytest.mark.parametrize("model_type", ROBERTA_STYLE)
-def test_each_roberta_style_decoder_generates_its_own_positions(model_type):
+def test_each_roberta_style_decoder_generates_its_own_positions(model_type, require_applied):
     """The sweep's cached and uncached equivalences on each model of the class: wrong without the patch (units, not
     rounding), right with it."""
-    _applied()
+    require_applied(PATCH)
     from hf_genfix.oracles import ProbeSkipped
     from hf_genfix.oracles.sweep.bert_decoders import BertDecoderSubject
 
@@ -43,10 +35,10 @@ def test_each_roberta_style_decoder_generates_its_own_positions(model_type):
         assert without > 0.5 and with_patch < 1e-4, (name, without, with_patch)
 
 
-def test_a_model_that_numbers_from_zero_is_left_as_upstream_has_it():
+def test_a_model_that_numbers_from_zero_is_left_as_upstream_has_it(require_applied):
     """BERT numbers its positions from 0 as generate() does: bitwise upstream's, and the run reaches nothing (the
     sweep's differential need not run it again)."""
-    _applied()
+    require_applied(PATCH)
     import hf_genfix
     from hf_genfix import _patcher
     from hf_genfix.oracles.sweep.bert_decoders import BertDecoderSubject
@@ -60,9 +52,9 @@ def test_a_model_that_numbers_from_zero_is_left_as_upstream_has_it():
     assert PATCH not in reached
 
 
-def test_positions_the_caller_gives_are_the_callers():
+def test_positions_the_caller_gives_are_the_callers(require_applied):
     """generate(position_ids=...) makes none: the patch is not called, and the answer is upstream's."""
-    _applied()
+    require_applied(PATCH)
     import torch
 
     import hf_genfix
@@ -76,10 +68,10 @@ def test_positions_the_caller_gives_are_the_callers():
     assert same_run(ours, upstream)
 
 
-def test_renumbering_follows_the_mask():
+def test_renumbering_follows_the_mask(require_applied):
     """Real tokens from padding_idx + 1 in order, pads at padding_idx; no mask: every token real; a mask that does
     not match the positions: upstream's positions."""
-    _applied()
+    require_applied(PATCH)
     import torch
 
     from hf_genfix._patches.prepare_inputs.prepare_inputs_padding_idx_positions.fix import _prepare_position_ids

@@ -3,9 +3,12 @@ the other RoBERTa-style decoders, a hand-written loop, and the calls it must lea
 
 import pytest
 
-from hf_genfix._patches.prepare_inputs.shared.padding_idx_positions_probes import (
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from hf_genfix._patches.prepare_inputs.shared.padding_idx_positions_probes import (  # noqa: E402
     ROBERTA_STYLE, greedy, same_run, scenario_both_ways)
-from hf_genfix.testing.patches import PatchTests
+from hf_genfix.testing.patches import PatchTests  # noqa: E402
 
 PATCH = "prepare-inputs-padding-idx-positions-steps"
 
@@ -15,22 +18,11 @@ class TestPatch(PatchTests):
     it."""
 
 
-def _applied() -> None:
-    pytest.importorskip("torch")
-    pytest.importorskip("transformers")
-    import hf_genfix
-    from hf_genfix.doctor import import_targets
-
-    import_targets()
-    if {s.id: s.state for s in hf_genfix.status()}.get(PATCH) != "applied":
-        pytest.skip(f"{PATCH} is not applied on this release")
-
-
 @pytest.mark.parametrize("model_type", ROBERTA_STYLE)
-def test_each_roberta_style_decoder_generates_its_own_positions(model_type):
+def test_each_roberta_style_decoder_generates_its_own_positions(model_type, require_applied):
     """The sweep's equivalences on each model of the class that uses the generic hook: wrong without the patch
     (units, not rounding), right with it."""
-    _applied()
+    require_applied(PATCH)
     from hf_genfix.oracles import ProbeSkipped
     from hf_genfix.oracles.sweep.bert_decoders import BertDecoderSubject
 
@@ -45,10 +37,10 @@ def test_each_roberta_style_decoder_generates_its_own_positions(model_type):
         assert without > 0.5 and with_patch < 1e-4, (name, without, with_patch)
 
 
-def test_a_model_that_numbers_from_zero_is_left_as_upstream_has_it():
+def test_a_model_that_numbers_from_zero_is_left_as_upstream_has_it(require_applied):
     """BERT numbers its positions from 0 as generate() does: bitwise upstream's, and the run changes nothing (the
     sweep's differential need not run it again)."""
-    _applied()
+    require_applied(PATCH)
     import hf_genfix
     from hf_genfix.oracles.sweep.bert_decoders import BertDecoderSubject
 
@@ -62,10 +54,10 @@ def test_a_model_that_numbers_from_zero_is_left_as_upstream_has_it():
     assert seen > 0 and changed == 0
 
 
-def test_a_hand_written_loop_gets_the_models_numbering():
+def test_a_hand_written_loop_gets_the_models_numbering(require_applied):
     """prepare_inputs_for_generation called by hand with the grown mask and the cache, then forward: each step's
     logits are the no-cache forward's of the unpadded row (the model's own numbering), as generate()'s are."""
-    _applied()
+    require_applied(PATCH)
     import torch
 
     import hf_genfix
@@ -99,9 +91,9 @@ def test_a_hand_written_loop_gets_the_models_numbering():
     assert max((u[0] - reference[len(row) - 1 + i]).abs().max() for i, u in enumerate(upstream)) > 0.5
 
 
-def test_positions_the_caller_gives_are_the_callers():
+def test_positions_the_caller_gives_are_the_callers(require_applied):
     """prepare_inputs_for_generation(position_ids=...): the caller's positions, exactly upstream's inputs."""
-    _applied()
+    require_applied(PATCH)
     import torch
 
     import hf_genfix
