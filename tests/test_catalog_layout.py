@@ -23,9 +23,11 @@ PATCHES = ROOT / "patches"
 
 
 def _runtime_modules() -> list[Path]:
-    lab = ("probe.py", "program.py")
-    return [p for p in sorted(PATCHES.rglob("*.py")) if "__pycache__" not in p.parts and p.name not in lab
-            and not p.name.startswith("test_") and not p.name.endswith("_probes.py")]
+    from hf_genfix.testing.patches import catalog_modules  # the list tests/test_warnings_attribution.py reads too
+
+    found = [p.resolve() for p in catalog_modules()]
+    assert found and all(p.is_relative_to(PATCHES) for p in found), "the catalog is read from another checkout"
+    return found
 
 
 def _imports(path: Path) -> list[tuple[int, str, list[str]]]:

@@ -235,20 +235,20 @@ def _helpers_between_wrappers_and_upstream() -> list[tuple[str, str]]:
     import pathlib
 
     import hf_genfix._patches as package
+    from hf_genfix.testing.patches import catalog_modules  # the list tests/test_catalog_layout.py reads too
 
+    roots = [pathlib.Path(r) for r in package.__path__]
     found = []
-    for root in map(pathlib.Path, package.__path__):
-        for path in sorted(root.rglob("*.py")):
-            if path.name.startswith("test_") or path.name in ("probe.py", "program.py", "__init__.py"):
-                continue
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-            handed = {a.id for node in ast.walk(tree) if isinstance(node, ast.Call)
-                      for a in [*node.args, *(k.value for k in node.keywords)] if isinstance(a, ast.Name)}
-            module = ".".join(["hf_genfix._patches", *path.relative_to(root).with_suffix("").parts])
-            for node in tree.body:
-                if isinstance(node, ast.FunctionDef) and node.name not in handed and "wrapped" in {
-                        a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]}:
-                    found.append((module, node.name))
+    for path in catalog_modules():
+        root = next(r for r in roots if path.is_relative_to(r))
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        handed = {a.id for node in ast.walk(tree) if isinstance(node, ast.Call)
+                  for a in [*node.args, *(k.value for k in node.keywords)] if isinstance(a, ast.Name)}
+        module = ".".join(["hf_genfix._patches", *path.relative_to(root).with_suffix("").parts])
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name not in handed and "wrapped" in {
+                    a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]}:
+                found.append((module, node.name))
     return found
 
 

@@ -32,8 +32,8 @@ from typing import Any
 
 import pytest
 
-__all__ = ["PatchTests", "assert_upstream_bitwise", "patch_of_file", "patches_decided", "require_applied",
-           "run_program", "tiny"]
+__all__ = ["PatchTests", "assert_upstream_bitwise", "catalog_modules", "patch_of_file", "patches_decided",
+           "require_applied", "run_program", "tiny"]
 
 
 # -- the pytest plugin: options and fixtures ----------------------------------------------------------------------
@@ -178,6 +178,24 @@ def assert_image_upstream_bitwise(subject: Any, patch: str, prompts: Any, images
 
 
 # -- the checks every patch owes ----------------------------------------------------------------------------------
+_LAB_FILES = ("probe.py", "program.py", "__init__.py")
+
+
+def catalog_modules() -> list[Path]:
+    """The catalog's runtime modules: each patch's ``fix.py`` and each family's ``shared/<topic>.py``, the code a
+    user's process runs. Not the lab's (``probe.py``, ``shared/*_probes.py``, ``program.py``), not the tests.
+    One list for every test that reads the catalog's code (its imports, its helpers' warning attribution): two
+    walks with their own filters drifted apart once (one read the probes, one did not)."""
+    import hf_genfix._patches as package
+
+    found: list[Path] = []
+    for root in map(Path, package.__path__):
+        found += [p for p in sorted(root.rglob("*.py")) if "__pycache__" not in p.parts
+                  and p.name not in _LAB_FILES and not p.name.startswith("test_")
+                  and not p.name.endswith("_probes.py")]
+    return found
+
+
 def patch_of_file(path: str | os.PathLike) -> str:
     """The id of the patch whose folder holds ``path`` (``patches/<family>/<id>/...``)."""
     from hf_genfix import catalog
