@@ -1,5 +1,6 @@
 """The BERT-style decoders as a kind of the sweep: the encoders that ship a causal-LM head and become decoders
-with ``is_decoder=True`` (BERT, RoBERTa and the models on its embeddings, ELECTRA, ERNIE, RoCBert, RoFormer, ...).
+with ``is_decoder=True`` (BERT, RoBERTa and the models on its embeddings, ELECTRA, ERNIE, RoCBert, RoFormer, ...),
+and BertGeneration, whose causal-LM class asks for that switch though it has no masked-LM head.
 
 The decoder-only kind leaves them out: their model types are masked LMs first (``decoder_only_types``), and built
 with their default config they attend both ways. Users generate with them as decoders, so they are swept here,
@@ -19,6 +20,7 @@ shape embeddings were tiny too, numbered a left-padded row from its first pad be
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..outcome import ProbeSkipped
@@ -29,13 +31,46 @@ PREFIX = "bert-decoder-"
 
 
 def bert_decoder_types() -> list[str]:
-    """Model types with both a causal-LM and a masked-LM head: encoders that can be built as decoders."""
+    """Model types with both a causal-LM and a masked-LM head (encoders that can be built as decoders), and the
+    causal-LM types whose class asks for ``is_decoder=True`` without setting it (``decoder_by_switch``)."""
     from transformers.models.auto import modeling_auto as auto
 
-    causal = set(auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+    causal = dict(auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
     masked = set(getattr(auto, "MODEL_FOR_MASKED_LM_MAPPING_NAMES", {}))
     seq2seq = set(getattr(auto, "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES", {}))  # the encoder-decoder kind's
-    return sorted((causal & masked) - seq2seq)
+    switched = {t for t in set(causal) - masked - seq2seq if decoder_by_switch(t, causal[t])}
+    return sorted(((set(causal) & masked) | switched) - seq2seq)
+
+
+_ASKS = re.compile(r"\bnot\s+config\.is_decoder\b")
+_SETS = re.compile(r"\bconfig\.is_decoder\s*=\s*True\b")
+
+
+def decoder_by_switch(model_type: str, class_name: Any) -> bool:
+    """Whether ``model_type``'s causal-LM class is an encoder until the config says ``is_decoder=True``: its
+    ``__init__`` tests ``not config.is_decoder`` (a warning, "add is_decoder=True" in BertGeneration's words) and
+    does not set it itself (the encoder-decoder families' ``*ForCausalLM`` do). Read from the modeling file's text,
+    not by importing ~200 model modules to list the kinds. Until session 40 the only such type, BertGeneration, was
+    never swept: not a masked LM, it fell to the decoder-only kind, which skips what its default config leaves
+    bidirectional."""
+    import ast
+    from pathlib import Path
+
+    import transformers
+    from transformers.models.auto.configuration_auto import model_type_to_module_name
+
+    name = class_name[0] if isinstance(class_name, (list, tuple)) else class_name
+    folder = Path(transformers.__file__).parent / "models" / model_type_to_module_name(model_type)
+    for path in sorted(folder.glob("modeling_*.py")):
+        text = path.read_text(encoding="utf-8")
+        if f"class {name}(" not in text or not _ASKS.search(text):
+            continue
+        for node in ast.parse(text).body:
+            if isinstance(node, ast.ClassDef) and node.name == name:
+                init = next((f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+                code = "" if init is None else ast.get_source_segment(text, init) or ""
+                return bool(_ASKS.search(code)) and not _SETS.search(code)
+    return False
 
 
 class BertDecoderSubject(sweep.Subject):
