@@ -45,6 +45,28 @@ def test_types_whose_defaults_outgrow_a_tiny_model_are_built_tiny(model_type, sw
         assert model(torch.tensor([[5, 6, 7, 8]])).logits.shape[:2] == (1, 4)
 
 
+def test_a_causal_lm_that_asks_for_is_decoder_is_swept_as_a_bert_decoder():
+    """BertGeneration's causal-LM class asks for ``is_decoder=True`` (a warning, read from its code) and has no
+    masked-LM head: until session 40 it fell to the decoder-only kind, which skips what its default config leaves
+    bidirectional, and was never swept (the first sweep found model-bert-generation-cached-mask). TrOCR's class sets
+    the switch itself and stays decoder-only; BART's is the encoder-decoder kind's."""
+    kinds = sweep.kinds_of(["bert-generation", "bert", "llama", "trocr", "bart"])
+    assert kinds == {"bert-generation": "bert-decoder", "bert": "bert-decoder", "llama": "decoder-only",
+                     "trocr": "decoder-only", "bart": "encoder-decoder"}
+
+
+def test_a_mask_dropped_only_with_a_cache_is_no_contract():
+    """The "ignores the mask" check reads a forward without a cache: BertGeneration before 4.47 drops the mask only
+    in its cached path (a defect, model-bert-generation-cached-mask), and its left-padded scenario was excused as
+    "the model ignores attention_mask" by a check that ran the default, cached, forward. RWKV ignores it in both."""
+    import hf_genfix
+    from hf_genfix.oracles.sweep.bert_decoders import BertDecoderSubject
+
+    with hf_genfix.disabled("model-bert-generation-cached-mask"):  # upstream's forward (fails without on 4.46)
+        assert not BertDecoderSubject("bert-generation").ignores_mask
+    assert sweep.Subject("rwkv").ignores_mask
+
+
 def test_a_model_numbered_from_padding_idx_takes_padding():
     """RoBERTa numbers its positions from padding_idx + 1: given positions so numbered, a left-padded forward is the
     unpadded row's, so the sweep must not excuse a padded scenario of it as "cannot take padding" (positions from 0

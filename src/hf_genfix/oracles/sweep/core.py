@@ -212,9 +212,10 @@ class Subject:
         (row,) = self.rows(8, seed=99)
         if not self._first_position_causal(self.model, row):
             # The first position sees later tokens: bidirectional attention, an encoder used as a decoder -- where
-            # the config's own switch (is_decoder=True) makes it causal (BertGeneration). Where it does not, the model
-            # is a causal LM whose forward mixes positions: a defect the causal-prefix scenario names, never a
-            # reason to leave the model out (Llama-4's MoE on 4.54-4.56 scales each token's experts by another
+            # the config's own switch (is_decoder=True) makes it causal (the bert-decoder kind builds such types with
+            # it: BertGeneration since session 40, read from its class). Where it does not, the model is a causal LM
+            # whose forward mixes positions: a defect the causal-prefix scenario names, never a reason to leave the
+            # model out (Llama-4's MoE on 4.54-4.56 scales each token's experts by another
             # token's router scores; skipped here as "an encoder", it was never swept on those releases).
             try:
                 decoder = build(self.model_type, seed=0, **dict(self.overrides, is_decoder=True))
@@ -249,16 +250,20 @@ class Subject:
 
     def _ignores_mask(self) -> bool:
         """Whether masking out the first tokens leaves the last logits bitwise unchanged (RWKV says so in a log
-        line, once per process; the logits say it every time)."""
+        line, once per process; the logits say it every time). Read from a forward without a cache where the
+        forward takes ``use_cache``: a model whose cached path alone drops the mask has a defect there, not a
+        contract (BertGeneration before 4.47 read as "ignores the mask" from its default, cached, forward, and its
+        left-padded scenario was excused as unsupported until session 40: model-bert-generation-cached-mask)."""
         import torch
 
         (row,) = self.rows(6, seed=98)
         ids = torch.tensor([row])
         masked = torch.ones_like(ids)
         masked[0, :2] = 0
+        flag = {"use_cache": False} if forward_takes(self.model, "use_cache") else {}
         with torch.no_grad():
-            plain = self.model(input_ids=ids, attention_mask=torch.ones_like(ids)).logits[0, -1]
-            hidden = self.model(input_ids=ids, attention_mask=masked).logits[0, -1]
+            plain = self.model(input_ids=ids, attention_mask=torch.ones_like(ids), **flag).logits[0, -1]
+            hidden = self.model(input_ids=ids, attention_mask=masked, **flag).logits[0, -1]
         return bool(torch.equal(plain, hidden))
 
     def padding_problem(self) -> str:
