@@ -57,6 +57,17 @@ def test_a_patch_is_one_folder(manifest):
     assert not said, f"{manifest.id}: the folder gives {said}"
 
 
+@pytest.mark.parametrize("manifest", MANIFESTS, ids=[m.id for m in MANIFESTS])
+def test_a_patch_names_one_models_module_at_most(manifest):
+    """The registry installs a patch once every module its manifest names is imported. A program that uses one model
+    never imports another model's module: a patch on two models' forwards would wait, armed, for ever in a program that
+    uses one of them (session 40's first cut of the LLaVA-family patch, caught by the sweep's workers). One patch per
+    model; the modules every generate() imports (generation.utils, modeling_utils, cache_utils, auto) may join."""
+    models = {m for m in manifest.target_modules
+              if m.startswith("transformers.models.") and not m.startswith("transformers.models.auto.")}
+    assert len(models) <= 1, f"{manifest.id}: {sorted(models)}: one patch per model (a shared module for the code)"
+
+
 def test_the_catalog_is_one_tree():
     """patches/ holds one folder per family and nothing loose but the catalog's data files; a family's folder holds
     its patches' folders and its shared modules (shared/); the code that was src/hf_genfix/fixes/ lives there."""

@@ -478,8 +478,10 @@ IMAGE_TEXT: dict[str, ImageText] = {
     "llava": ImageText(lambda: dict(text_config=_text("llama"), vision_config=_CLIP, image_token_index=IMAGE,
                                     image_token_id=IMAGE, image_seq_length=16, vision_feature_layer=-1,
                                     vision_feature_select_strategy="default")),
+    # image_seq_length: 4.46's LLaVA-NeXT and VipLLaVA take a prompt with fewer placeholders than it (576 by
+    # default) for an unexpanded one (their legacy merge) and refuse the tiny prompts.
     "vipllava": ImageText(lambda: dict(text_config=_text("llama"), vision_config=_CLIP, image_token_index=IMAGE,
-                                       image_token_id=IMAGE, vision_feature_layers=[-2, -1])),
+                                       image_token_id=IMAGE, vision_feature_layers=[-2, -1], image_seq_length=16)),
     "paligemma": ImageText(lambda: dict(text_config=_text("gemma"), vision_config=_SIGLIP, image_token_index=IMAGE,
                                         image_token_id=IMAGE, projection_dim=32, hidden_size=32),
                            layout="prefix", token_types="prefix"),

@@ -137,7 +137,7 @@ NEW_TYPES: dict[str, ImageText] = {
     "llava_next": ImageText(lambda: dict(text_config=_text("llama"), vision_config=_CLIP, image_token_index=IMAGE,
                                          image_token_id=IMAGE, vision_feature_layer=-1,
                                          vision_feature_select_strategy="default",
-                                         image_grid_pinpoints=[[16, 16]]),
+                                         image_grid_pinpoints=[[16, 16]], image_seq_length=36),
                             image_tokens=36, pixels=_tiles),
     "llava_onevision": ImageText(lambda: dict(text_config=_text("qwen2"), vision_config=_SIGLIP,
                                               image_token_index=IMAGE, image_token_id=IMAGE, vision_feature_layer=-1,
