@@ -87,6 +87,9 @@ _PER_TYPE: dict[str, dict[str, Any]] = {
     # RoCBert's pronunciation and glyph-shape embeddings (910 x 768 and 24858 x 512 by default) alone are 13.5M
     # parameters: the bert-decoder kind left it out until they were tiny too.
     "roc_bert": dict(pronunciation_vocab_size=64, pronunciation_embed_dim=8, shape_vocab_size=64, shape_embed_dim=8),
+    # GLM (4.46-4.4x) keeps head_dim 128 beside hidden / heads = 8: its partial rotary then ropes a 64-wide half of
+    # 8-wide heads (a shape error in the first forward), so the 4.46.3 sweep never built it.
+    "glm": dict(head_dim=8),
     "mistral": dict(head_dim=8),
     "cohere2": dict(head_dim=8),
     # Cohere-Compass reads its RoPE per layer type (KeyError 'full_attention' on the flat default); its text model
