@@ -68,6 +68,14 @@ _PER_TYPE: dict[str, dict[str, Any]] = {
                        index_num_local_tokens=4, index_num_sink_tokens=2, sliding_window=8),
     "inkling2_text": dict(head_dim=8, swa_head_dim=8, swa_num_attention_heads=4, swa_num_key_value_heads=2,
                           unpadded_vocab_size=128, sliding_window_size=8),
+    # Inkling-2-Loop runs its middle layers loop_num_passes times (layers 6 to 18 by default, in blocks of 6 for its
+    # attention residuals; 128 experts and 24 sliding heads of 128: 7.3M parameters, "not built tiny" until session
+    # 40): three layers, the middle one looped twice, blocks of one layer, Inkling-2's tiny head sizes.
+    "inkling2_loop_text": dict(head_dim=8, swa_head_dim=8, swa_num_attention_heads=4, swa_num_key_value_heads=2,
+                               unpadded_vocab_size=128, sliding_window_size=8, n_routed_experts=8,
+                               num_experts_per_tok=2, loop_gate_rank=8, num_hidden_layers=3,
+                               layer_types=["hybrid_sliding"] * 3, n_layers_per_attn_res_block=1,
+                               loop_layer_index_start=1, loop_layer_index_end=2, loop_num_passes=2),
     # Dory loops its middle layers (8 input and 8 output layers by default, more than the tiny depth): one of each and
     # two looped twice, each loop with its own keys and values; a window of 8 on its sliding layers.
     "dory": dict(num_hidden_layers=4, n_input_layers=1, n_recurrent_layers=2, n_output_layers=1, n_recurrent_loops=2,
