@@ -460,7 +460,13 @@ def _qwen2_vl() -> dict:
     import transformers
 
     key = "rope_parameters" if int(transformers.__version__.split(".")[0]) >= 5 else "rope_scaling"  # 5.0 renamed it
-    return dict(text_config=_text("qwen2_vl_text", **{key: rope}), vision_config=vision, **{key: rope},
+    text = {"text_config": _text("qwen2_vl_text", **{key: rope})}
+    if getattr(transformers.Qwen2VLConfig, "sub_configs", None) is None:
+        # 4.46's config is flat (no sub-configs): it keeps a text_config dict as a plain attribute that its model
+        # cannot serialise ('dict' object has no attribute 'to_dict'), and the 4.46.3 sweep built no Qwen2-VL. The
+        # same text sizes are given at the top level below.
+        text = {}
+    return dict(**text, vision_config=vision, **{key: rope},
                 image_token_id=IMAGE, video_token_id=123, vision_start_token_id=BOI, vision_end_token_id=EOI,
                 **{k: v for k, v in _TEXT.items() if k != "head_dim"})
 
@@ -669,9 +675,35 @@ class ImageTextSubject:
             kwargs["attention_mask"].masked_fill_(~visible, torch.finfo(self.model.dtype).min)
         if self.spec.explicit_masks:
             return _mask(sliding_static.image_mask_reference(self.model, dict(kwargs, **types))[0])
+        if self.forward_defines_no_mrope():
+            kwargs["position_ids"] = self._defined_mrope(ids[0].tolist(), image)
         with torch.no_grad():
             out = self.model(**kwargs, **types, use_cache=False)
         return _mask(out.logits[0].float())
+
+    def forward_defines_no_mrope(self) -> bool:
+        """Whether this is an M-RoPE model (``get_rope_index``) whose forward, given no ``position_ids``, numbers the
+        tokens one apart instead of by M-RoPE: 4.46's Qwen2-VL computes them in ``prepare_inputs_for_generation``
+        only, so a plain forward of the row was no oracle there (every image scenario differed at step 0, by 0.5).
+        Its reference is then given the positions of the definition (``video.block_positions``)."""
+        if not hasattr(self, "_plain_positions"):
+            found = False
+            if callable(getattr(self.model, "get_rope_index", None)):
+                owners = [type(self.model), type(getattr(self.model, "model", None))]
+                found = not any("get_rope_index" in inspect.getsource(vars(c)["forward"])
+                                for c in (k for owner in owners for k in owner.__mro__) if "forward" in vars(c)
+                                and c.__module__.startswith("transformers.models."))
+            self._plain_positions = found
+        return self._plain_positions
+
+    def _defined_mrope(self, ids: list[int], image: dict) -> Any:
+        """The row's M-RoPE positions as Qwen2-VL defines them: its image of t x h x w patches is t x h/m x w/m
+        tokens (m: the vision tower's spatial merge)."""
+        from .video import block_positions
+
+        merge = int(getattr(self.model.config.vision_config, "spatial_merge_size", 1))
+        t, h, w = (int(v) for v in image["image_grid_thw"][0])
+        return block_positions(ids, {IMAGE: iter([(t, h // merge, w // merge, 1)])}).to(self.model.device)
 
 
 def _mask(logits: Any) -> Any:
