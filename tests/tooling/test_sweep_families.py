@@ -176,3 +176,22 @@ def test_a_config_part_no_model_is_registered_under_is_not_a_second_model():
 
     assert not sweep.core._composite(MptConfig()) and not sweep.core._composite(DbrxConfig())
     sweep_families.build_seq2seq("fsmt")  # every release: no ProbeSkipped
+
+
+def test_an_mrope_forward_that_numbers_nothing_itself_is_given_the_definitions_positions():
+    """4.46's Qwen2-VL forward computes no M-RoPE positions without position_ids (its prepare_inputs_for_generation
+    does), so a plain no-cache forward of the row was no oracle there: every image scenario differed at step 0 (0.53).
+    Its reference is given the definition's positions; a release whose forward computes them keeps its own."""
+    import transformers
+    from packaging.version import Version
+
+    from hf_genfix.oracles import ProbeSkipped
+    from hf_genfix.oracles.sweep.families import ImageTextSubject
+
+    try:
+        subject = ImageTextSubject("qwen2_vl")
+    except ProbeSkipped as exc:
+        pytest.skip(str(exc))
+    old = Version(Version(transformers.__version__).base_version) < Version("4.47.0")
+    assert subject.forward_defines_no_mrope() is old
+    assert sweep.SCENARIOS["image-cached"](subject)["max_logit_diff"] < 1e-4
