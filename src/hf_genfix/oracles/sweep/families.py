@@ -687,13 +687,16 @@ class ImageTextSubject:
         only, so a plain forward of the row was no oracle there (every image scenario differed at step 0, by 0.5).
         Its reference is then given the positions of the definition (``video.block_positions``)."""
         if not hasattr(self, "_plain_positions"):
-            found = False
+            sources = []
             if callable(getattr(self.model, "get_rope_index", None)):
                 owners = [type(self.model), type(getattr(self.model, "model", None))]
-                found = not any("get_rope_index" in inspect.getsource(vars(c)["forward"])
-                                for c in (k for owner in owners for k in owner.__mro__) if "forward" in vars(c)
-                                and c.__module__.startswith("transformers.models."))
-            self._plain_positions = found
+                for c in (k for owner in owners for k in owner.__mro__):
+                    if "forward" in vars(c) and c.__module__.startswith("transformers.models."):
+                        try:
+                            sources.append(inspect.getsource(vars(c)["forward"]))
+                        except (OSError, TypeError):  # unreadable: taken as computing them (the model's own)
+                            sources.append("get_rope_index")
+            self._plain_positions = bool(sources) and not any("get_rope_index" in src for src in sources)
         return self._plain_positions
 
     def _defined_mrope(self, ids: list[int], image: dict) -> Any:
