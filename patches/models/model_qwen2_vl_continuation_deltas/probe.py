@@ -7,4 +7,4 @@ def probe() -> dict:
     from hf_genfix.oracles.sweep import SCENARIOS, imagetext  # noqa: F401 - imagetext registers the scenarios
     from hf_genfix.oracles.sweep.families import ImageTextSubject
 
-    return SCENARIOS["image-second-turn-padded"](ImageTextSubject("qwen2_vl"))
+    return SCENARIOS["image-second-turn-text-padded"](ImageTextSubject("qwen2_vl"))
