@@ -12,7 +12,8 @@ length plus the offset. Measured on the sweep's tiny Qwen2-VL with loud weights,
 left-padded batch 0.981 at its first token; with videos 2.73. 4.47.0 keeps the offsets on the model instead
 (model-qwen2-vl-rope-deltas-steps then).
 
-Detection (``probe``). The sweep's ``image-second-turn-padded`` scenario on its tiny Qwen2-VL.
+Detection (``probe``). The sweep's ``image-second-turn-text-padded`` scenario on its tiny Qwen2-VL (the second
+turn without the pixels: the image is in the cache).
 
 Correction. ``forward`` is wrapped to note the offsets its answer holds on the cache it returns: on the cache object
 and on its first layer's key tensor (attributes; 4.46's ``generate()`` hands the caller a legacy tuple of those
