@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hf_genfix.helpers.decode import cache_length
 from hf_genfix.toolkit import bound_arguments, hidden_from_warnings, recorder
 
 PARAMS = ("input_ids", "pixel_values", "attention_mask", "past_key_values", "inputs_embeds")
@@ -42,17 +43,6 @@ def install(patcher: Any, forward: str, patch_module: str) -> None:
     patcher.wrap(forward, lambda wrapped, instance, args, kwargs: _forward(record, wrapped, instance, args, kwargs))
 
 
-def _cache_length(cache: Any) -> int | None:
-    if cache is None:
-        return None
-    if hasattr(cache, "get_seq_length"):
-        return int(cache.get_seq_length())
-    try:  # the legacy tuple of (key, value) per layer
-        return int(cache[0][0].shape[-2])
-    except (TypeError, IndexError, AttributeError):
-        return None
-
-
 @hidden_from_warnings
 def _forward(record: Any, wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     import torch
@@ -63,7 +53,10 @@ def _forward(record: Any, wrapped: Any, instance: Any, args: tuple, kwargs: dict
             or bound.get("inputs_embeds") is not None or bound.get("pixel_values") is not None
             or not isinstance(mask, torch.Tensor) or mask.dim() != 2):
         return record.through(wrapped, args, kwargs)
-    past = _cache_length(bound.get("past_key_values"))
+    try:
+        past = cache_length(bound.get("past_key_values"))
+    except (TypeError, IndexError, AttributeError):  # a cache it cannot read: upstream's call
+        past = 0
     if not past or past + 1 != mask.shape[1]:
         return record.through(wrapped, args, kwargs)
     if record.on:
